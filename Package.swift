@@ -1,0 +1,63 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "kbtd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "kbtd", targets: ["kbtd"]),
+        .library(name: "KBTDCore", targets: ["KBTDCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
+    ],
+    targets: [
+        // System libraries: zlib and SQLite come from the OS (Debian's zlib1g-dev, libsqlite3-dev).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib",
+                       providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+
+        // The domain: batches, validation, aggregation keys, histograms, the estimator. No I/O.
+        .target(name: "KBTDCore", swiftSettings: strict),
+        // Strict, capped streaming inflate (gzip, zlib, raw deflate) over the system libz.
+        .target(name: "KBTDCompression", dependencies: ["CZlib"], swiftSettings: strict),
+        // SQLite storage behind the TelemetryStore protocol, and the group-commit writer.
+        .target(name: "KBTDStore", dependencies: [
+            "KBTDCore", "CSQLite",
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
+        // HTTP: routes, middleware, metrics, listeners.
+        .target(name: "KBTDServer", dependencies: [
+            "KBTDCore", "KBTDStore", "KBTDCompression",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ], swiftSettings: strict),
+        // The command line: serve, stats, height.
+        .executableTarget(name: "kbtd", dependencies: [
+            "KBTDCore", "KBTDStore", "KBTDServer",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
+        .testTarget(name: "KBTDTests", dependencies: [
+            "KBTDCore", "KBTDCompression", "KBTDStore", "CZlib",
+        ], swiftSettings: strict),
+    ]
+)

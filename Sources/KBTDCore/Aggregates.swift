@@ -1,0 +1,112 @@
+/// Count keys of the four aggregate tables. Each maps 1:1 onto a row of the
+/// SQLite schema, so aggregates from two stores merge by adding counts.
+public struct HeightCountKey: Hashable, Sendable {
+    public var series: SeriesKey
+    public var placement: Placement
+    public var halfPoints: Int
+
+    public init(series: SeriesKey, placement: Placement, halfPoints: Int) {
+        self.series = series
+        self.placement = placement
+        self.halfPoints = halfPoints
+    }
+}
+
+public struct AnimationCountKey: Hashable, Sendable {
+    public var series: SeriesKey
+    public var event: KeyboardEvent
+    public var bin: AnimationBin
+
+    public init(series: SeriesKey, event: KeyboardEvent, bin: AnimationBin) {
+        self.series = series
+        self.event = event
+        self.bin = bin
+    }
+}
+
+public struct ColdStartCountKey: Hashable, Sendable {
+    public var series: SeriesKey
+    public var preloaded: Bool
+    public var bucket: Int
+
+    public init(series: SeriesKey, preloaded: Bool, bucket: Int) {
+        self.series = series
+        self.preloaded = preloaded
+        self.bucket = bucket
+    }
+}
+
+public struct SafeAreaCountKey: Hashable, Sendable {
+    public var series: SeriesKey
+    public var halfPoints: Int
+
+    public init(series: SeriesKey, halfPoints: Int) {
+        self.series = series
+        self.halfPoints = halfPoints
+    }
+}
+
+/// Counts to add to the store: what one batch (or many, merged) contributes.
+///
+/// The HTTP handler reduces a batch to this before it queues it for the
+/// writer, so the queue holds compact counts, not samples, and the writer runs
+/// one upsert per key touched per commit rather than one per sample.
+public struct AggregateDelta: Sendable, Equatable {
+    public var heights: [HeightCountKey: Int64] = [:]
+    public var animations: [AnimationCountKey: Int64] = [:]
+    public var coldStarts: [ColdStartCountKey: Int64] = [:]
+    public var safeAreas: [SafeAreaCountKey: Int64] = [:]
+
+    public init() {}
+
+    /// The counts one batch's accepted samples contribute.
+    ///
+    /// - Every sample counts once in `animations` (so per-key sample totals are
+    ///   the sum of that table).
+    /// - `show` and `change` samples add their system height (accessory removed)
+    ///   under their placement; `hide` frames are off screen and say nothing.
+    /// - Docked show/change samples add their bottom safe area.
+    /// - `cold_start_ms` adds a log bucket, split by `preloaded`.
+    public init(batch: ValidatedBatch) {
+        for sample in batch.samples {
+            add(sample, device: batch.device)
+        }
+    }
+
+    public mutating func add(_ sample: Sample, device: Device) {
+        let series = SeriesKey(
+            model: device.model, osMajor: device.osMajor, language: sample.language,
+            orientation: sample.orientation, keyboardType: sample.keyboardType)
+        animations[AnimationCountKey(series: series, event: sample.event,
+                                     bin: AnimationBin(duration: sample.duration, curve: sample.curve)), default: 0] += 1
+        if sample.event != .hide {
+            let placement = sample.placement
+            heights[HeightCountKey(series: series, placement: placement,
+                                   halfPoints: HeightBin.halfPoints(sample.systemHeight)), default: 0] += 1
+            if placement == .docked {
+                safeAreas[SafeAreaCountKey(series: series, halfPoints: HeightBin.halfPoints(sample.safeAreaBottom)), default: 0] += 1
+            }
+        }
+        if let coldStart = sample.coldStartMs {
+            coldStarts[ColdStartCountKey(series: series, preloaded: sample.preloaded,
+                                         bucket: LogBucket.index(coldStart)), default: 0] += 1
+        }
+    }
+
+    /// Adds another delta's counts to this one.
+    public mutating func merge(_ other: AggregateDelta) {
+        heights.merge(other.heights, uniquingKeysWith: +)
+        animations.merge(other.animations, uniquingKeysWith: +)
+        coldStarts.merge(other.coldStarts, uniquingKeysWith: +)
+        safeAreas.merge(other.safeAreas, uniquingKeysWith: +)
+    }
+
+    public var isEmpty: Bool {
+        heights.isEmpty && animations.isEmpty && coldStarts.isEmpty && safeAreas.isEmpty
+    }
+
+    /// How many rows this delta touches: a measure of its weight in the write queue.
+    public var rowCount: Int {
+        heights.count + animations.count + coldStarts.count + safeAreas.count
+    }
+}

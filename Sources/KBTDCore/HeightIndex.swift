@@ -1,0 +1,102 @@
+/// Key of the `model+language` level: any OS.
+public struct ModelLanguageKey: Hashable, Sendable, Comparable {
+    public var model: String
+    public var language: String
+    public var orientation: Orientation
+    public var keyboardType: String
+
+    public init(model: String, language: String, orientation: Orientation, keyboardType: String) {
+        self.model = model
+        self.language = language
+        self.orientation = orientation
+        self.keyboardType = keyboardType
+    }
+
+    public static func < (a: Self, b: Self) -> Bool {
+        (a.model, a.language, a.orientation.rawValue, a.keyboardType) < (b.model, b.language, b.orientation.rawValue, b.keyboardType)
+    }
+}
+
+/// Key of the `model` level: any OS, any language.
+public struct ModelKey: Hashable, Sendable {
+    public var model: String
+    public var orientation: Orientation
+    public var keyboardType: String
+}
+
+/// Key used to find the other models that measured a language.
+public struct LanguageKey: Hashable, Sendable {
+    public var language: String
+    public var orientation: Orientation
+    public var keyboardType: String
+}
+
+/// What one level of the fallback chain knows about one key.
+public struct LevelStats: Sendable, Equatable {
+    /// Docked system heights (accessory removed), in half points.
+    public var heights = CountHistogram()
+    /// Docked bottom safe areas, in half points.
+    public var safeAreas = CountHistogram()
+    /// Animation of `show` events.
+    public var showAnimations: [AnimationBin: Int64] = [:]
+
+    public init() {}
+
+    mutating func merge(_ other: LevelStats) {
+        heights.merge(other.heights)
+        safeAreas.merge(other.safeAreas)
+        showAnimations.merge(other.showAnimations, uniquingKeysWith: +)
+    }
+
+    /// The most frequent (duration, curve); ties go to the shorter duration then lower curve.
+    var animationMode: AnimationBin? {
+        showAnimations.max { a, b in
+            (a.value, -a.key.durationMs, -a.key.curve) < (b.value, -b.key.durationMs, -b.key.curve)
+        }?.key
+    }
+}
+
+/// The in-memory index the height endpoints answer from. It holds every level
+/// of the fallback chain pre-merged, so an answer is a few dictionary lookups;
+/// the writer applies each commit's delta to a copy and publishes it.
+public struct HeightIndex: Sendable {
+    public private(set) var bySeries: [SeriesKey: LevelStats] = [:]
+    public private(set) var byModelLanguage: [ModelLanguageKey: LevelStats] = [:]
+    public private(set) var byModel: [ModelKey: LevelStats] = [:]
+    /// (language, orientation, type) → models with docked heights for it.
+    public private(set) var modelsByLanguage: [LanguageKey: Set<String>] = [:]
+    /// model → its model+language keys, for `/v1/heights`.
+    public private(set) var keysByModel: [String: Set<ModelLanguageKey>] = [:]
+    /// Bumped by every `apply`, so caches know when to drop answers.
+    public private(set) var generation: UInt64 = 0
+
+    public init() {}
+
+    /// Adds a delta (a commit's counts, or the whole store at start-up).
+    public mutating func apply(_ delta: AggregateDelta) {
+        var touched: [SeriesKey: LevelStats] = [:]
+        for (key, count) in delta.heights where key.placement == .docked {
+            touched[key.series, default: LevelStats()].heights.add(key.halfPoints, count)
+        }
+        for (key, count) in delta.safeAreas {
+            touched[key.series, default: LevelStats()].safeAreas.add(key.halfPoints, count)
+        }
+        for (key, count) in delta.animations where key.event == .show {
+            touched[key.series, default: LevelStats()].showAnimations[key.bin, default: 0] += count
+        }
+        for (series, stats) in touched {
+            bySeries[series, default: LevelStats()].merge(stats)
+            let modelLanguage = ModelLanguageKey(model: series.model, language: series.language,
+                                                 orientation: series.orientation, keyboardType: series.keyboardType)
+            byModelLanguage[modelLanguage, default: LevelStats()].merge(stats)
+            byModel[ModelKey(model: series.model, orientation: series.orientation, keyboardType: series.keyboardType),
+                    default: LevelStats()].merge(stats)
+            keysByModel[series.model, default: []].insert(modelLanguage)
+            if stats.heights.total > 0 {
+                modelsByLanguage[LanguageKey(language: series.language, orientation: series.orientation,
+                                             keyboardType: series.keyboardType), default: []].insert(series.model)
+            }
+        }
+        generation &+= 1
+    }
+}

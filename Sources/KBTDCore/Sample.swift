@@ -1,0 +1,138 @@
+/// What the keyboard notification reported for one event.
+public enum KeyboardEvent: String, Sendable, CaseIterable, Hashable {
+    case show, hide, change
+}
+
+/// Device orientation at the time of the event.
+public enum Orientation: String, Sendable, CaseIterable, Hashable {
+    case portrait, landscape
+}
+
+/// Where the keyboard sat. Only `docked` samples feed height estimates:
+/// floating keyboards and hardware-keyboard shortcut bars say nothing about
+/// the docked height an app must lay out for.
+public enum Placement: String, Sendable, CaseIterable, Hashable {
+    case docked, floating, hardware
+}
+
+/// The UIKeyboardType names DESIGN.md accepts.
+public enum KeyboardTypes {
+    public static let all: Set<String> = [
+        "default", "asciiCapable", "numbersAndPunctuation", "URL", "numberPad", "phonePad",
+        "namePhonePad", "emailAddress", "decimalPad", "twitter", "webSearch", "asciiCapableNumberPad",
+    ]
+}
+
+/// The device that sent a batch.
+public struct Device: Sendable, Equatable {
+    public var model: String
+    public var os: String
+    /// The OS major version (`26` for `26.1`): heights are aggregated per major.
+    public var osMajor: Int
+    public var app: String?
+    public var appVersion: String?
+
+    public init(model: String, os: String, osMajor: Int, app: String? = nil, appVersion: String? = nil) {
+        self.model = model
+        self.os = os
+        self.osMajor = osMajor
+        self.app = app
+        self.appVersion = appVersion
+    }
+}
+
+/// One validated keyboard measurement.
+public struct Sample: Sendable, Equatable {
+    public var t: Double
+    public var event: KeyboardEvent
+    public var language: String
+    public var orientation: Orientation
+    public var keyboardType: String
+    public var height: Double
+    public var accessoryHeight: Double
+    public var safeAreaBottom: Double
+    public var duration: Double
+    public var curve: Int
+    public var coldStartMs: Double?
+    public var preloaded: Bool
+    public var floating: Bool
+    public var hardwareKeyboard: Bool
+
+    public init(
+        t: Double, event: KeyboardEvent, language: String, orientation: Orientation,
+        keyboardType: String = "default", height: Double, accessoryHeight: Double = 0,
+        safeAreaBottom: Double = 0, duration: Double, curve: Int, coldStartMs: Double? = nil,
+        preloaded: Bool = false, floating: Bool = false, hardwareKeyboard: Bool = false
+    ) {
+        self.t = t
+        self.event = event
+        self.language = language
+        self.orientation = orientation
+        self.keyboardType = keyboardType
+        self.height = height
+        self.accessoryHeight = accessoryHeight
+        self.safeAreaBottom = safeAreaBottom
+        self.duration = duration
+        self.curve = curve
+        self.coldStartMs = coldStartMs
+        self.preloaded = preloaded
+        self.floating = floating
+        self.hardwareKeyboard = hardwareKeyboard
+    }
+
+    /// The system keyboard's own height: the reported frame includes the app's
+    /// inputAccessoryView, which says nothing about the keyboard.
+    public var systemHeight: Double { height - accessoryHeight }
+
+    public var placement: Placement {
+        if hardwareKeyboard { return .hardware }
+        if floating { return .floating }
+        return .docked
+    }
+}
+
+/// A batch whose batch-level fields are valid, with the samples that passed
+/// and the reasons the others did not.
+public struct ValidatedBatch: Sendable {
+    /// Lower-cased canonical UUID: the idempotency key.
+    public var batchID: String
+    public var device: Device
+    public var samples: [Sample]
+    public var rejected: [SampleError]
+    /// How many samples the batch held in all.
+    public var sampleCount: Int
+
+    public init(batchID: String, device: Device, samples: [Sample], rejected: [SampleError], sampleCount: Int) {
+        self.batchID = batchID
+        self.device = device
+        self.samples = samples
+        self.rejected = rejected
+        self.sampleCount = sampleCount
+    }
+}
+
+/// Why one sample was rejected: `index` in the batch's `samples`, the field at fault.
+public struct SampleError: Sendable, Equatable {
+    public var index: Int
+    public var field: String
+    public var reason: String
+
+    public init(index: Int, field: String, reason: String) {
+        self.index = index
+        self.field = field
+        self.reason = reason
+    }
+}
+
+/// Why a whole batch was rejected (a 400): the field at fault and why.
+public struct BatchError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var field: String
+    public var reason: String
+
+    public init(field: String, reason: String) {
+        self.field = field
+        self.reason = reason
+    }
+
+    public var description: String { field.isEmpty ? reason : "\(field): \(reason)" }
+}

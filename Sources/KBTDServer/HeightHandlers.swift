@@ -1,0 +1,89 @@
+import Hummingbird
+import HummingbirdCore
+import KBTDCore
+
+/// `GET /v1/height` and `GET /v1/heights`: answered from the in-memory index,
+/// with `Cache-Control` and a strong `ETag` (304 on `If-None-Match`).
+public struct HeightHandlers: Sendable {
+    let heights: HeightService
+    let settings: SettingsBox
+    let metrics: ServerMetrics
+
+    func height(_ request: Request, context: KBTDRequestContext) -> Response {
+        let response: Response
+        let parameters = request.uri.queryParameters
+        switch HeightHandlers.query({ parameters[Substring($0)].map(String.init) }) {
+        case .success(let query): response = cached(heights.height(query), request: request)
+        case .failure(let error): response = JSONResponse.error(.badRequest, "invalid query", detail: error.description, field: error.field)
+        }
+        metrics.request(route: "/v1/height", status: response.status.code)
+        return response
+    }
+
+    func allHeights(_ request: Request, context: KBTDRequestContext) -> Response {
+        let parameters = request.uri.queryParameters
+        let response: Response
+        if let fault = HeightHandlers.validateModel(parameters["model"].map(String.init)) {
+            response = JSONResponse.error(.badRequest, "invalid query", detail: fault.description, field: fault.field)
+        } else if let os = parameters["os"].map(String.init), BatchValidator.osMajor(os) == nil {
+            response = JSONResponse.error(.badRequest, "invalid query", detail: "os: must be a dotted version like 26.1", field: "os")
+        } else {
+            response = cached(heights.heights(model: String(parameters["model"]!), os: parameters["os"].map(String.init)),
+                              request: request)
+        }
+        metrics.request(route: "/v1/heights", status: response.status.code)
+        return response
+    }
+
+    private func cached(_ answer: CachedAnswer, request: Request) -> Response {
+        let headers: HTTPFields = [
+            .cacheControl: "public, max-age=\(settings.current.cacheMaxAge)",
+            .eTag: answer.etag,
+        ]
+        if let match = request.headers[.ifNoneMatch],
+           match == "*" || match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == answer.etag }) {
+            return Response(status: .notModified, headers: headers)
+        }
+        return JSONResponse.bytes(.ok, answer.body, headers: headers)
+    }
+
+    static func validateModel(_ model: String?) -> BatchError? {
+        guard let model, !model.isEmpty else { return BatchError(field: "model", reason: "is required") }
+        guard model.utf8.count <= 32, model.utf8.allSatisfy(BatchValidator.isModelByte) else {
+            return BatchError(field: "model", reason: "must be 1-32 characters of [A-Za-z0-9,._-]")
+        }
+        return nil
+    }
+
+    /// Parses and checks `/v1/height`'s parameters (the same rules as ingest).
+    /// Parses and checks a height question; `parameter` looks up a query parameter by name.
+    public static func query(_ parameter: (String) -> String?) -> Result<HeightQuery, BatchError> {
+        if let fault = validateModel(parameter("model")) { return .failure(fault) }
+        guard let language = parameter("language"), !language.isEmpty else {
+            return .failure(BatchError(field: "language", reason: "is required"))
+        }
+        guard language.utf8.count <= 35, language.utf8.allSatisfy(BatchValidator.isLanguageByte) else {
+            return .failure(BatchError(field: "language", reason: "must be 1-35 characters of [A-Za-z0-9_-]"))
+        }
+        var osMajor: Int?
+        if let os = parameter("os") {
+            guard let major = BatchValidator.osMajor(os) else {
+                return .failure(BatchError(field: "os", reason: "must be a dotted version like 26.1"))
+            }
+            osMajor = major
+        }
+        var orientation = Orientation.portrait
+        if let value = parameter("orientation") {
+            guard let parsed = Orientation(rawValue: value) else {
+                return .failure(BatchError(field: "orientation", reason: "must be portrait or landscape"))
+            }
+            orientation = parsed
+        }
+        let keyboardType = parameter("keyboard_type") ?? "default"
+        guard KeyboardTypes.all.contains(keyboardType) else {
+            return .failure(BatchError(field: "keyboard_type", reason: "must be a UIKeyboardType name such as default or numberPad"))
+        }
+        return .success(HeightQuery(model: parameter("model")!, language: language, osMajor: osMajor,
+                                    orientation: orientation, keyboardType: keyboardType))
+    }
+}

@@ -1,0 +1,62 @@
+import KBTDCore
+import Logging
+
+/// A TCP address to listen on.
+public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST:PORT`, `[V6]:PORT` or `:PORT` (all interfaces).
+    public init?(parsing text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              (0...65_535).contains(port) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        self.init(host: host.isEmpty ? "0.0.0.0" : host, port: port)
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// Everything `kbtd serve` can be told, with the defaults DESIGN.md gives.
+/// The command line layers flags, `KBTD_*` variables and the config file over these.
+public struct ServerSettings: Sendable, Equatable {
+    public var listen: [ListenAddress] = [ListenAddress(host: "127.0.0.1", port: 8420)]
+    public var unixSocket: String?
+    public var database = "kbtd.sqlite"
+    public var limits = Limits()
+    public var estimator = EstimatorSettings()
+    /// `Cache-Control: max-age` of height answers, seconds.
+    public var cacheMaxAge = 3600
+    /// How long seen batch ids are remembered, days.
+    public var batchRetentionDays = 7.0
+    public var logLevel: Logger.Level = .info
+    /// Lets `/metrics` and `/v1/stats` answer non-local peers that send it as a bearer token.
+    public var adminToken: String?
+
+    public init() {}
+
+    /// Request limits (all reloadable).
+    public struct Limits: Sendable, Equatable {
+        /// Largest body on the wire.
+        public var maxCompressedBytes = 1 << 20
+        /// Largest body after inflating.
+        public var maxDecompressedBytes = 8 << 20
+        public var maxSamplesPerBatch = 10_000
+        /// Batches waiting for a commit before ingest answers 503.
+        public var writeQueueCapacity = 1024
+        /// Most batches one transaction holds.
+        public var maxBatchesPerCommit = 1024
+        /// `Retry-After` on 503 and 429, seconds.
+        public var retryAfterSeconds = 1
+        /// Idle keep-alive connections are closed after this many seconds.
+        public var idleTimeoutSeconds = 60
+
+        public init() {}
+    }
+}

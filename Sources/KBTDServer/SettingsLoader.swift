@@ -1,0 +1,136 @@
+import Foundation
+import KBTDCore
+import Logging
+
+/// A configuration fault: exit 78, naming the key and where it came from.
+public struct SettingsError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public var description: String { message }
+}
+
+/// Builds `ServerSettings` from, in rising precedence: built-in defaults, the
+/// config file, `KBTD_*` environment variables, command-line flags.
+///
+/// The file is `key = value` lines with `#` comments (see `Config/kbtd.conf`);
+/// every key has an environment twin: `max_samples_per_batch` is
+/// `KBTD_MAX_SAMPLES_PER_BATCH`. Unknown keys and bad values are errors that
+/// name the key and the file (and line) or variable.
+public enum SettingsLoader {
+    /// Every key, for unknown-key checks and the default file.
+    public static let keys: [String] = [
+        "listen", "unix_socket", "database", "log_level", "admin_token",
+        "max_compressed_bytes", "max_decompressed_bytes", "max_samples_per_batch",
+        "write_queue_capacity", "max_batches_per_commit", "retry_after_seconds", "idle_timeout_seconds",
+        "min_samples", "default_height_portrait", "default_height_landscape",
+        "cache_max_age_seconds", "batch_retention_days",
+    ]
+
+    /// One value and where it came from, for error messages.
+    struct Value {
+        var text: String
+        var origin: String
+    }
+
+    /// Loads settings. `flags` holds command-line values under the same keys.
+    public static func load(configFile: String?, environment: [String: String], flags: [String: String]) throws(SettingsError) -> ServerSettings {
+        var values: [String: Value] = [:]
+        if let configFile {
+            for (key, value) in try parseFile(configFile) { values[key] = value }
+        }
+        for key in keys {
+            let variable = "KBTD_" + key.uppercased()
+            if let text = environment[variable] { values[key] = Value(text: text, origin: "environment variable \(variable)") }
+        }
+        for (key, text) in flags {
+            values[key] = Value(text: text, origin: "flag --\(key.replacingOccurrences(of: "_", with: "-"))")
+        }
+        return try apply(values)
+    }
+
+    /// Parses a config file into values; unknown keys and malformed lines are errors.
+    static func parseFile(_ path: String) throws(SettingsError) -> [String: Value] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SettingsError(message: "cannot read config file \(path)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw SettingsError(message: "config file \(path) is not UTF-8")
+        }
+        var values: [String: Value] = [:]
+        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let origin = "\(path):\(number + 1)"
+            guard let equals = line.firstIndex(of: "=") else {
+                throw SettingsError(message: "\(origin): expected `key = value`, got \(line.prefix(80))")
+            }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            guard keys.contains(key) else {
+                throw SettingsError(message: "\(origin): unknown key '\(key)' in config file \(path)")
+            }
+            values[key] = Value(text: value, origin: "config file \(origin)")
+        }
+        return values
+    }
+
+    static func apply(_ values: [String: Value]) throws(SettingsError) -> ServerSettings {
+        var settings = ServerSettings()
+        func bad(_ key: String, _ rule: String) -> SettingsError {
+            let value = values[key]!
+            return SettingsError(message: "\(key) = '\(value.text.prefix(80))' from \(value.origin): \(rule)")
+        }
+        func int(_ key: String, _ range: ClosedRange<Int>) throws(SettingsError) -> Int? {
+            guard let value = values[key] else { return nil }
+            guard let number = Int(value.text), range.contains(number) else {
+                throw bad(key, "must be an integer in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return number
+        }
+        func double(_ key: String, _ range: ClosedRange<Double>) throws(SettingsError) -> Double? {
+            guard let value = values[key] else { return nil }
+            guard let number = Double(value.text), number.isFinite, range.contains(number) else {
+                throw bad(key, "must be a number in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return number
+        }
+
+        if let listen = values["listen"] {
+            let parts = listen.text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            var addresses: [ListenAddress] = []
+            for part in parts {
+                guard let address = ListenAddress(parsing: part) else { throw bad("listen", "must be HOST:PORT[,HOST:PORT...]") }
+                addresses.append(address)
+            }
+            settings.listen = addresses
+        }
+        if let unix = values["unix_socket"], !unix.text.isEmpty { settings.unixSocket = unix.text }
+        if let database = values["database"] {
+            guard !database.text.isEmpty else { throw bad("database", "must be a file path") }
+            settings.database = database.text
+        }
+        if let level = values["log_level"] {
+            guard let parsed = Logger.Level(rawValue: level.text.lowercased()) else {
+                throw bad("log_level", "must be one of trace, debug, info, notice, warning, error, critical")
+            }
+            settings.logLevel = parsed
+        }
+        if let token = values["admin_token"], !token.text.isEmpty { settings.adminToken = token.text }
+        if let v = try int("max_compressed_bytes", 1_024...(1 << 30)) { settings.limits.maxCompressedBytes = v }
+        if let v = try int("max_decompressed_bytes", 1_024...(1 << 30)) { settings.limits.maxDecompressedBytes = v }
+        if let v = try int("max_samples_per_batch", 1...1_000_000) { settings.limits.maxSamplesPerBatch = v }
+        if let v = try int("write_queue_capacity", 1...1_000_000) { settings.limits.writeQueueCapacity = v }
+        if let v = try int("max_batches_per_commit", 1...100_000) { settings.limits.maxBatchesPerCommit = v }
+        if let v = try int("retry_after_seconds", 1...3600) { settings.limits.retryAfterSeconds = v }
+        if let v = try int("idle_timeout_seconds", 1...86_400) { settings.limits.idleTimeoutSeconds = v }
+        if let v = try int("min_samples", 1...1_000_000) { settings.estimator.minSamples = Int64(v) }
+        if let v = try double("default_height_portrait", 0...2000) { settings.estimator.defaultPortraitHeight = v }
+        if let v = try double("default_height_landscape", 0...2000) { settings.estimator.defaultLandscapeHeight = v }
+        if let v = try int("cache_max_age_seconds", 0...31_536_000) { settings.cacheMaxAge = v }
+        if let v = try double("batch_retention_days", 0.001...3650) { settings.batchRetentionDays = v }
+        if settings.listen.isEmpty && settings.unixSocket == nil {
+            throw SettingsError(message: "nothing to listen on: set listen or unix_socket")
+        }
+        return settings
+    }
+}

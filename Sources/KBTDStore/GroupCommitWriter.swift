@@ -1,0 +1,172 @@
+import Dispatch
+import Foundation
+import KBTDCore
+import Logging
+import Synchronization
+
+/// What became of a submitted batch.
+public enum WriteOutcome: Sendable, Equatable {
+    /// Committed durably in this call.
+    case stored
+    /// Its batch id was already stored: nothing was counted.
+    case duplicate
+}
+
+/// Why a batch was not stored; each maps to a 503 with `Retry-After`.
+public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
+    case queueFull
+    case shuttingDown
+    case unavailable(String)
+
+    public var description: String {
+        switch self {
+        case .queueFull: "write queue is full"
+        case .shuttingDown: "kbtd is shutting down"
+        case .unavailable(let reason): "database unavailable: \(reason)"
+        }
+    }
+}
+
+/// The single writer. Requests queue compact `PendingBatch`es; a dedicated
+/// thread (not the 2-thread cooperative pool, which a blocking fsync would
+/// stall) takes everything queued, commits it in one transaction, and only
+/// then completes each request. Many batches share one fsync: group commit.
+///
+/// The queue is bounded in batches: past `capacity` a submit fails at once
+/// with `.queueFull` (a 503), so memory never grows with load.
+public final class GroupCommitWriter: Sendable {
+    /// Called on the writer thread after each commit, before any request of
+    /// that commit completes, with the counts the commit added.
+    public typealias CommitObserver = @Sendable (_ added: AggregateDelta, _ batches: Int, _ seconds: Double) -> Void
+
+    private struct Job {
+        var batch: PendingBatch
+        var continuation: CheckedContinuation<WriteOutcome, any Error>
+    }
+
+    private struct State {
+        var queue: [Job] = []
+        var stopping = false
+        var stopped = false
+        var lastError: String?
+    }
+
+    public let capacity: Int
+    public let maxBatchesPerCommit: Int
+    private let state = Mutex(State())
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let logger: Logger
+
+    /// Starts the writer thread, which owns `store` from now on.
+    ///
+    /// - Parameter retention: seconds seen batch ids are kept (pruned hourly).
+    public init(store: sending any TelemetryStore, capacity: Int, maxBatchesPerCommit: Int = 4096,
+                retention: Double, logger: Logger, onCommit: @escaping CommitObserver) {
+        self.capacity = capacity
+        self.maxBatchesPerCommit = maxBatchesPerCommit
+        self.logger = logger
+        let box = StoreBox(store)
+        let thread = Thread { [self] in
+            self.run(store: box.store, retention: retention, onCommit: onCommit)
+        }
+        thread.name = "kbtd-writer"
+        thread.start()
+    }
+
+    /// Queues a batch and waits for the commit that holds it.
+    public func submit(_ batch: PendingBatch) async throws -> WriteOutcome {
+        try await withCheckedThrowingContinuation { continuation in
+            let refusal: WriteError? = state.withLock { state in
+                if state.stopping { return .shuttingDown }
+                if state.queue.count >= capacity { return .queueFull }
+                state.queue.append(Job(batch: batch, continuation: continuation))
+                return nil
+            }
+            if let refusal {
+                continuation.resume(throwing: refusal)
+            } else {
+                wakeup.signal()
+            }
+        }
+    }
+
+    /// Batches waiting for a commit.
+    public var queueDepth: Int { state.withLock { $0.queue.count } }
+
+    /// The last commit's error, nil once a commit succeeds again.
+    public var lastError: String? { state.withLock { $0.lastError } }
+
+    /// Stops taking batches, commits everything already queued, and returns
+    /// when the writer thread has finished (blocking; call off the event loops).
+    public func shutdown() {
+        let alreadyStopped = state.withLock { state -> Bool in
+            defer { state.stopping = true }
+            return state.stopped
+        }
+        guard !alreadyStopped else { return }
+        wakeup.signal()
+        finished.wait()
+    }
+
+    private func run(store: any TelemetryStore, retention: Double, onCommit: CommitObserver) {
+        var lastPrune = 0.0
+        while true {
+            let (jobs, stopping) = state.withLock { state -> ([Job], Bool) in
+                let take = min(state.queue.count, maxBatchesPerCommit)
+                let jobs = Array(state.queue.prefix(take))
+                state.queue.removeFirst(take)
+                return (jobs, state.stopping)
+            }
+            if jobs.isEmpty {
+                if stopping { break }
+                let now = Date().timeIntervalSince1970
+                if now - lastPrune > 3600 {
+                    lastPrune = now
+                    prune(store, before: Int64(now - retention))
+                }
+                wakeup.wait()
+                continue
+            }
+            commit(jobs, store: store, onCommit: onCommit)
+        }
+        state.withLock { $0.stopped = true }
+        finished.signal()
+    }
+
+    private func commit(_ jobs: [Job], store: any TelemetryStore, onCommit: CommitObserver) {
+        let start = ContinuousClock.now
+        do {
+            let result = try store.commit(jobs.map(\.batch))
+            let elapsed = ContinuousClock.now - start
+            state.withLock { $0.lastError = nil }
+            onCommit(result.added, jobs.count, Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
+            for (job, stored) in zip(jobs, result.stored) {
+                job.continuation.resume(returning: stored ? .stored : .duplicate)
+            }
+        } catch {
+            let reason = "\(error)"
+            logger.error("commit of \(jobs.count) batches failed", metadata: ["error": "\(reason)"])
+            state.withLock { $0.lastError = reason }
+            for job in jobs {
+                job.continuation.resume(throwing: WriteError.unavailable(reason))
+            }
+        }
+    }
+
+    private func prune(_ store: any TelemetryStore, before cutoff: Int64) {
+        do {
+            let removed = try store.pruneBatchIDs(receivedBefore: cutoff)
+            if removed > 0 { logger.info("forgot \(removed) batch ids past retention") }
+        } catch {
+            logger.warning("pruning batch ids failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Carries the store to the writer thread. The caller gave it up (`sending`)
+/// and only the writer thread touches it afterwards, so no state is shared.
+private final class StoreBox: @unchecked Sendable {
+    let store: any TelemetryStore
+    init(_ store: sending any TelemetryStore) { self.store = store }
+}

@@ -1,0 +1,139 @@
+import CSQLite
+
+/// An SQLite failure: the result code, the library's message and what kbtd was doing.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    public var code: Int32
+    public var message: String
+    public var context: String
+
+    public var description: String { "\(context): \(message) (SQLite code \(code))" }
+
+    /// Disk full, read-only file, I/O error, locked: conditions that may clear by themselves.
+    public var isTransient: Bool {
+        let primary = code & 0xFF
+        return [SQLITE_FULL, SQLITE_READONLY, SQLITE_IOERR, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_CANTOPEN].contains(primary)
+    }
+}
+
+/// `SQLITE_TRANSIENT` is a macro Swift cannot import: it tells SQLite to copy bound text.
+let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+/// One SQLite connection, used from one thread at a time.
+final class SQLiteConnection {
+    let handle: OpaquePointer
+    let path: String
+
+    enum Mode { case readWrite, readOnly }
+
+    init(path: String, mode: Mode) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let flags = mode == .readOnly
+            ? SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let status = sqlite3_open_v2(path, &db, flags, nil)
+        guard status == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(code: status, message: message, context: "opening \(path)")
+        }
+        self.handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ status: Int32, _ context: String) -> SQLiteError {
+        SQLiteError(code: status, message: String(cString: sqlite3_errmsg(handle)), context: context)
+    }
+
+    /// Runs one or more statements that return no rows.
+    func execute(_ sql: String) throws(SQLiteError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &message)
+        if status != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? "error"
+            sqlite3_free(message)
+            throw SQLiteError(code: status, message: text, context: String(sql.prefix(80)))
+        }
+    }
+
+    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard status == SQLITE_OK, let statement else { throw error(status, "preparing \(sql.prefix(80))") }
+        return SQLiteStatement(statement, connection: self)
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A prepared statement, reused across commits.
+final class SQLiteStatement {
+    let handle: OpaquePointer
+    unowned let connection: SQLiteConnection
+
+    init(_ handle: OpaquePointer, connection: SQLiteConnection) {
+        self.handle = handle
+        self.connection = connection
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let status: Int32
+            switch value {
+            case .int(let v): status = sqlite3_bind_int64(handle, index, v)
+            case .double(let v): status = sqlite3_bind_double(handle, index, v)
+            case .text(let v): status = sqlite3_bind_text(handle, index, v, -1, sqliteTransient)
+            }
+            guard status == SQLITE_OK else { throw connection.error(status, "binding parameter \(index)") }
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    func run(_ values: [SQLiteValue]) throws(SQLiteError) {
+        try bind(values)
+        let status = sqlite3_step(handle)
+        sqlite3_reset(handle)
+        guard status == SQLITE_DONE else { throw connection.error(status, "executing statement") }
+    }
+
+    /// Steps through every row, handing each to `body`.
+    func forEachRow(_ values: [SQLiteValue] = [], _ body: (SQLiteRow) -> Void) throws(SQLiteError) {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        while true {
+            let status = sqlite3_step(handle)
+            if status == SQLITE_DONE { return }
+            guard status == SQLITE_ROW else { throw connection.error(status, "reading rows") }
+            body(SQLiteRow(statement: handle))
+        }
+    }
+}
+
+enum SQLiteValue {
+    case int(Int64)
+    case double(Double)
+    case text(String)
+}
+
+/// The current row of a statement.
+struct SQLiteRow {
+    let statement: OpaquePointer
+
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
+    func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(statement, column) else { return "" }
+        return String(cString: pointer)
+    }
+}

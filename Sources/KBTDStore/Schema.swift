@@ -1,0 +1,75 @@
+/// The ordered, versioned migration list. A database records the versions it
+/// has applied in `schema_migrations`; opening runs the missing ones in order,
+/// each in its own transaction. Never edit a shipped step: append a new one.
+enum Schema {
+    struct Migration {
+        var version: Int
+        var name: String
+        var sql: String
+    }
+
+    static let migrations: [Migration] = [
+        Migration(version: 1, name: "aggregate tables and seen batch ids", sql: """
+            CREATE TABLE batches (
+                batch_id     TEXT PRIMARY KEY,
+                received_at  INTEGER NOT NULL,
+                model        TEXT NOT NULL,
+                os           TEXT NOT NULL,
+                accepted     INTEGER NOT NULL,
+                rejected     INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            CREATE INDEX batches_received_at ON batches(received_at);
+
+            CREATE TABLE height_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                placement     TEXT NOT NULL,
+                height_bin    REAL NOT NULL,
+                count         INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, placement, height_bin)
+            ) WITHOUT ROWID;
+
+            CREATE TABLE animation_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                event         TEXT NOT NULL,
+                duration_ms   INTEGER NOT NULL,
+                curve         INTEGER NOT NULL,
+                count         INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, event, duration_ms, curve)
+            ) WITHOUT ROWID;
+
+            CREATE TABLE cold_start_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                preloaded     INTEGER NOT NULL,
+                bucket        INTEGER NOT NULL,
+                bucket_ms     REAL NOT NULL,
+                count         INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, preloaded, bucket)
+            ) WITHOUT ROWID;
+
+            CREATE TABLE safe_area_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                safe_area_bin REAL NOT NULL,
+                count         INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, safe_area_bin)
+            ) WITHOUT ROWID;
+            """),
+    ]
+
+    static var latestVersion: Int { migrations.last!.version }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import Foundation
+import KBTDCore
+import KBTDServer
+
+struct Height: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the estimate GET /v1/height would serve, computed from the database.")
+
+    @Option(help: "Device model, e.g. iPhone17,1.") var model: String
+    @Option(help: "Keyboard language, e.g. ja-JP.") var language: String
+    @Option(help: "OS version, e.g. 26.1.") var os: String?
+    @Option(help: "portrait (default) or landscape.") var orientation: String?
+    @Option(name: .customLong("keyboard-type"), help: "UIKeyboardType name (default: default).") var keyboardType: String?
+    @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
+    @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
+
+    func run() throws {
+        let parameters: [String: String?] = [
+            "model": model, "language": language, "os": os, "orientation": orientation, "keyboard_type": keyboardType,
+        ]
+        let query: HeightQuery
+        switch HeightHandlers.query({ parameters[$0] ?? nil }) {
+        case .success(let parsed): query = parsed
+        case .failure(let error):
+            throw fail("--\(error.field.replacingOccurrences(of: "_", with: "-")): \(error.reason)", code: ExitStatus.usage)
+        }
+        var flags: [String: String] = [:]
+        if let database { flags["database"] = database }
+        let settings = try resolveSettings(config: config, flags: flags)
+        var index = HeightIndex()
+        index.apply(try openCounts(settings.database))
+        let estimate = HeightEstimator(settings: settings.estimator).estimate(query, in: index)
+        print(estimate.json.serialized())
+    }
+}

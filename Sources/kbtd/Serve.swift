@@ -1,0 +1,48 @@
+import ArgumentParser
+import Foundation
+import KBTDServer
+import Logging
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the daemon in the foreground; logs go to stderr.")
+
+    @Option(help: "Config file (key = value lines; see Config/kbtd.conf).")
+    var config: String?
+
+    @Option(help: "TCP address to listen on, HOST:PORT (repeatable). Default 127.0.0.1:8420.")
+    var listen: [String] = []
+
+    @Option(help: "Also listen on this Unix socket path.")
+    var unix: String?
+
+    @Option(help: "SQLite database file. Default kbtd.sqlite in the working directory.")
+    var database: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String?
+
+    func run() async throws {
+        var flags: [String: String] = [:]
+        if !listen.isEmpty { flags["listen"] = listen.joined(separator: ",") }
+        if let unix { flags["unix_socket"] = unix }
+        if let database { flags["database"] = database }
+        if let logLevel { flags["log_level"] = logLevel }
+        let settings = try resolveSettings(config: config, flags: flags)
+
+        let level = settings.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var logger = Logger(label: "kbtd")
+        logger.logLevel = level
+        logger.notice("kbtd \(kbtdVersion) starting", metadata: ["database": "\(settings.database)"])
+        do {
+            try await Daemon(settings: settings, logger: logger).run()
+        } catch {
+            logger.critical("kbtd failed: \(error)")
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import KBTDCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A parsed HTTP/1.1 response.
+struct HTTPTestResponse {
+    var status: Int
+    var headers: [(String, String)]
+    var body: [UInt8]
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The body parsed as JSON (fails the test's expectation when it is not).
+    var json: JSONValue? { try? JSONParser.parse(body) }
+}
+
+struct HTTPTestError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// A deliberately small blocking HTTP/1.1 client over a raw socket, so tests
+/// control every byte (stacked headers, truncated bodies, Unix sockets).
+final class HTTPTestConnection {
+    let fd: Int32
+
+    enum Endpoint {
+        case tcp(host: String, port: Int)
+        case unix(path: String)
+    }
+
+    init(_ endpoint: Endpoint, timeoutSeconds: Int = 30) throws {
+        switch endpoint {
+        case .tcp(let host, let port):
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            inet_pton(AF_INET, host, &address.sin_addr)
+            let status = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard status == 0 else { close(fd); throw HTTPTestError(description: "connect to \(host):\(port) failed: errno \(errno)") }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        case .unix(let path):
+            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                let bytes = Array(path.utf8.prefix(raw.count - 1))
+                raw.copyBytes(from: bytes + [0])
+            }
+            let status = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            guard status == 0 else { close(fd); throw HTTPTestError(description: "connect to \(path) failed: errno \(errno)") }
+        }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw HTTPTestError(description: "send failed: errno \(errno)") }
+            offset += sent
+        }
+    }
+
+    /// Sends a request with `Content-Length` (unless `headers` sets framing itself) and reads the response.
+    func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) throws -> HTTPTestResponse {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: kbtd.test\r\n"
+        let setsFraming = headers.contains { ["content-length", "transfer-encoding"].contains($0.0.lowercased()) }
+        if !setsFraming && (method == "POST" || !body.isEmpty) { head += "Content-Length: \(body.count)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        try send(Array(head.utf8) + body)
+        return try readResponse()
+    }
+
+    private var buffer: [UInt8] = []
+
+    private func fill() throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count < 0 { throw HTTPTestError(description: "recv failed: errno \(errno)") }
+        if count == 0 { return false }
+        buffer.append(contentsOf: chunk[0..<count])
+        return true
+    }
+
+    func readResponse() throws -> HTTPTestResponse {
+        var headerEnd: Int?
+        while headerEnd == nil {
+            if let range = findCRLFCRLF() { headerEnd = range; break }
+            guard try fill() else { throw HTTPTestError(description: "connection closed before a response") }
+        }
+        let headText = String(decoding: buffer[0..<headerEnd!], as: UTF8.self)
+        buffer.removeFirst(headerEnd! + 4)
+        var lines = headText.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
+            throw HTTPTestError(description: "bad status line: \(headText.prefix(80))")
+        }
+        let headers = lines.compactMap { line -> (String, String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        let response = HTTPTestResponse(status: status, headers: headers, body: [])
+        var body: [UInt8] = []
+        if status == 304 || status == 204 {
+            // no body
+        } else if let length = response.header("content-length").flatMap(Int.init) {
+            while buffer.count < length { guard try fill() else { throw HTTPTestError(description: "short body") } }
+            body = Array(buffer[0..<length])
+            buffer.removeFirst(length)
+        } else if response.header("transfer-encoding")?.lowercased() == "chunked" {
+            while true {
+                while findCRLF() == nil { guard try fill() else { throw HTTPTestError(description: "short chunk") } }
+                let lineEnd = findCRLF()!
+                let size = Int(String(decoding: buffer[0..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16) ?? 0
+                buffer.removeFirst(lineEnd + 2)
+                while buffer.count < size + 2 { guard try fill() else { throw HTTPTestError(description: "short chunk") } }
+                body.append(contentsOf: buffer[0..<size])
+                buffer.removeFirst(size + 2)
+                if size == 0 { break }
+            }
+        } else {
+            while try fill() {}
+            body = buffer
+            buffer = []
+        }
+        return HTTPTestResponse(status: status, headers: headers, body: body)
+    }
+
+    /// True when the peer has closed the connection (reads EOF within `seconds`).
+    func isClosedByPeer(within seconds: Int) -> Bool {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, 0) == 0
+    }
+
+    private func findCRLFCRLF() -> Int? {
+        guard buffer.count >= 4 else { return nil }
+        for i in 0...(buffer.count - 4) where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
+            return i
+        }
+        return nil
+    }
+
+    private func findCRLF() -> Int? {
+        guard buffer.count >= 2 else { return nil }
+        for i in 0...(buffer.count - 2) where buffer[i] == 13 && buffer[i + 1] == 10 { return i }
+        return nil
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import KBTDCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Paths of the built `kbtd` binary and this repository.
+enum TestPaths {
+    static let repositoryRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `swift test` builds every product beside the test bundle.
+    static let kbtdBinary: String = {
+        if let override = ProcessInfo.processInfo.environment["KBTD_BINARY"] { return override }
+        let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("kbtd").path
+        if FileManager.default.isExecutableFile(atPath: besideTests) { return besideTests }
+        return repositoryRoot.appendingPathComponent(".build/debug/kbtd").path
+    }()
+
+    static let fixtures = repositoryRoot.appendingPathComponent("Tests/KBTDTests/Fixtures")
+
+    /// A fresh temporary directory, removed by the caller's `defer`.
+    static func temporaryDirectory() -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("kbtd-test-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+/// Runs `kbtd` as a subprocess and collects its output.
+struct CommandResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+func runKBTD(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: TestPaths.kbtdBinary)
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KBTD_") }
+    env.merge(environment) { $1 }
+    process.environment = env
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CommandResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                         stderr: String(decoding: stderr, as: UTF8.self))
+}
+
+/// The real daemon on a real socket with a real SQLite file in a temporary
+/// directory. `start()` waits for the "kbtd ready" log line and learns the
+/// port the kernel gave `127.0.0.1:0`.
+final class TestDaemon {
+    let directory: URL
+    let database: String
+    let unixSocket: String
+    var extraArguments: [String]
+    var environment: [String: String]
+    private(set) var process: Process?
+    private(set) var port = 0
+    private(set) var logPath: String
+    private var runs = 0
+
+    init(extraArguments: [String] = [], environment: [String: String] = [:]) {
+        directory = TestPaths.temporaryDirectory()
+        database = directory.appendingPathComponent("kbtd.sqlite").path
+        unixSocket = directory.appendingPathComponent("kbtd.sock").path
+        logPath = directory.appendingPathComponent("kbtd-0.log").path
+        self.extraArguments = extraArguments
+        self.environment = environment
+    }
+
+    deinit {
+        if let process, process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @discardableResult
+    func start() throws -> TestDaemon {
+        runs += 1
+        logPath = directory.appendingPathComponent("kbtd-\(runs).log").path
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = FileHandle(forWritingAtPath: logPath)!
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPaths.kbtdBinary)
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--unix", unixSocket, "--database", database] + extraArguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KBTD_") }
+        env.merge(environment) { $1 }
+        process.environment = env
+        process.standardError = log
+        process.standardOutput = log
+        process.currentDirectoryURL = directory
+        try process.run()
+        self.process = process
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let text = log_()
+            if text.contains("kbtd ready") {
+                for line in text.split(separator: "\n") where line.contains("listening on 127.0.0.1:") {
+                    port = Int(line.split(separator: ":").last!) ?? 0
+                }
+                return self
+            }
+            guard process.isRunning else {
+                throw HTTPTestError(description: "kbtd exited with \(process.terminationStatus) before ready:\n\(text)")
+            }
+            usleep(20_000)
+        }
+        throw HTTPTestError(description: "kbtd not ready after 60 s:\n\(log_())")
+    }
+
+    /// Everything the current run logged.
+    func log_() -> String {
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+    }
+
+    /// SIGTERM, then wait; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        guard let process else { return -1 }
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+        self.process = nil
+        return process.terminationStatus
+    }
+
+    /// SIGKILL: no chance to flush anything.
+    func kill9() {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    func connection() throws -> HTTPTestConnection {
+        try HTTPTestConnection(.tcp(host: "127.0.0.1", port: port))
+    }
+
+    func get(_ path: String, headers: [(String, String)] = []) throws -> HTTPTestResponse {
+        try connection().request("GET", path, headers: headers)
+    }
+
+    /// POSTs a batch body with the given encoding headers.
+    func post(_ body: [UInt8], encoding: String? = nil, contentType: String? = "application/json",
+              headers: [(String, String)] = []) throws -> HTTPTestResponse {
+        var all = headers
+        if let contentType { all.append(("Content-Type", contentType)) }
+        if let encoding { all.append(("Content-Encoding", encoding)) }
+        return try connection().request("POST", "/v1/batches", headers: all, body: body)
+    }
+
+    /// `kbtd stats --format json` against this daemon's database, parsed.
+    func stats(_ extra: [String] = []) throws -> JSONValue {
+        let result = try runKBTD(["stats", "--database", database, "--format", "json"] + extra)
+        guard result.status == 0 else { throw HTTPTestError(description: "kbtd stats failed: \(result.stderr)") }
+        return try JSONParser.parse(Array(result.stdout.utf8))
+    }
+}

@@ -58,6 +58,6 @@ let package = Package(
         ], swiftSettings: strict),
         .testTarget(name: "KBTDTests", dependencies: [
             "KBTDCore", "KBTDCompression", "KBTDStore", "CZlib",
-        ], swiftSettings: strict),
+        ], exclude: ["Fixtures"], swiftSettings: strict),
     ]
 )

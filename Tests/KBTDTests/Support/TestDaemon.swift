@@ -55,7 +55,8 @@ func runKBTD(_ arguments: [String], environment: [String: String] = [:]) throws 
 /// The real daemon on a real socket with a real SQLite file in a temporary
 /// directory. `start()` waits for the "kbtd ready" log line and learns the
 /// port the kernel gave `127.0.0.1:0`.
-final class TestDaemon {
+// Unchecked: start/stop/kill run on the test's own thread; concurrent workers only read `port`.
+final class TestDaemon: @unchecked Sendable {
     let directory: URL
     let database: String
     let unixSocket: String

@@ -57,7 +57,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         .testTarget(name: "KBTDTests", dependencies: [
-            "KBTDCore", "KBTDCompression", "KBTDStore", "CZlib",
+            "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDServer", "CZlib",
         ], exclude: ["Fixtures"], swiftSettings: strict),
     ]
 )

@@ -9,30 +9,35 @@ public final class ServerMetrics: Sendable {
     let commitBatches: ValueHistogram
     let samplesAccepted: Counter
 
+    private static func name(_ metric: String, unit: String = "", _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "kbtd", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    private static var requests: MetricNameDescriptor { name("http_requests", unit: "total", "HTTP requests by route and status") }
+    private static var batches: MetricNameDescriptor { name("batches", unit: "total", "Ingested batches by outcome (stored, duplicate, rejected, unavailable)") }
+    private static var rejected: MetricNameDescriptor { name("samples_rejected", unit: "total", "Rejected samples by the field at fault") }
+
     init() {
-        queueDepth = registry.makeGauge(name: "kbtd_write_queue_depth", help: "Batches waiting for a commit")
+        queueDepth = registry.makeGauge(descriptor: Self.name("write_queue_depth", "Batches waiting for a commit"))
         commitSeconds = registry.makeValueHistogram(
-            name: "kbtd_commit_seconds", buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-            help: "Time to commit one group of batches (including fsync)")
+            descriptor: Self.name("commit", unit: "seconds", "Time to commit one group of batches (including fsync)"),
+            buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
         commitBatches = registry.makeValueHistogram(
-            name: "kbtd_commit_batches", buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
-            help: "Batches per group commit")
-        samplesAccepted = registry.makeCounter(name: "kbtd_samples_accepted_total", help: "Samples stored")
+            descriptor: Self.name("commit_batches", "Batches per group commit"),
+            buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
+        samplesAccepted = registry.makeCounter(descriptor: Self.name("samples_accepted", unit: "total", "Samples stored"))
     }
 
     func request(route: String, status: Int) {
-        registry.makeCounter(name: "kbtd_http_requests_total", labels: [("route", route), ("status", String(status))],
-                             help: "HTTP requests by route and status").increment()
+        registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))]).increment()
     }
 
     func batch(_ outcome: String) {
-        registry.makeCounter(name: "kbtd_batches_total", labels: [("outcome", outcome)],
-                             help: "Ingested batches by outcome (stored, duplicate, rejected, unavailable)").increment()
+        registry.makeCounter(descriptor: Self.batches, labels: [("outcome", outcome)]).increment()
     }
 
     func samplesRejected(field: String, count: Int = 1) {
-        registry.makeCounter(name: "kbtd_samples_rejected_total", labels: [("field", field)],
-                             help: "Rejected samples by the field at fault").increment(by: Int64(count))
+        registry.makeCounter(descriptor: Self.rejected, labels: [("field", field)]).increment(by: Int64(count))
     }
 
     /// Prometheus text exposition format.

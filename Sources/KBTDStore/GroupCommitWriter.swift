@@ -112,6 +112,12 @@ public final class GroupCommitWriter: Sendable {
     private func run(store: any TelemetryStore, retention: Double, onCommit: CommitObserver) {
         var lastPrune = 0.0
         while true {
+            // Forget expired batch ids at start and hourly after, busy or idle.
+            let now = Date().timeIntervalSince1970
+            if now - lastPrune > 3600 {
+                lastPrune = now
+                prune(store, before: Int64(now - retention))
+            }
             let (jobs, stopping) = state.withLock { state -> ([Job], Bool) in
                 let take = min(state.queue.count, maxBatchesPerCommit)
                 let jobs = Array(state.queue.prefix(take))
@@ -120,12 +126,7 @@ public final class GroupCommitWriter: Sendable {
             }
             if jobs.isEmpty {
                 if stopping { break }
-                let now = Date().timeIntervalSince1970
-                if now - lastPrune > 3600 {
-                    lastPrune = now
-                    prune(store, before: Int64(now - retention))
-                }
-                wakeup.wait()
+                _ = wakeup.wait(timeout: .now() + .seconds(60))
                 continue
             }
             commit(jobs, store: store, onCommit: onCommit)

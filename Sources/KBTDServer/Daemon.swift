@@ -1,22 +1,31 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import KBTDCore
 import KBTDStore
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 
 /// The long-running daemon: opens the store, loads the index, starts the
-/// writer, serves every listener until SIGTERM/SIGINT, then drains the write
-/// queue and commits before returning.
+/// writer, serves every listener (bound here or inherited from systemd) until
+/// SIGTERM/SIGINT, then drains the write queue and commits before returning.
 public struct Daemon: Sendable {
     public let settings: SettingsBox
     public let logger: Logger
+    let logLevel: LogLevelControl
+    let reload: (@Sendable () throws -> ServerSettings)?
 
-    public init(settings: ServerSettings, logger: Logger) {
+    /// - Parameters:
+    ///   - reload: re-reads the configuration on SIGHUP (nil: SIGHUP is not handled).
+    public init(settings: ServerSettings, logger: Logger, logLevel: LogLevelControl,
+                reload: (@Sendable () throws -> ServerSettings)? = nil) {
         self.settings = SettingsBox(settings)
         self.logger = logger
+        self.logLevel = logLevel
+        self.reload = reload
     }
 
     public func run() async throws {
@@ -39,6 +48,7 @@ public struct Daemon: Sendable {
         }
 
         let router = Router(context: KBTDRequestContext.self)
+        router.add(middleware: LogRequestsMiddleware(.debug))
         let ingest = IngestHandler(writer: writer, settings: settings, metrics: metrics)
         let heightHandlers = HeightHandlers(heights: heights, settings: settings, metrics: metrics)
         let operations = OperationsHandlers(writer: writer, settings: settings, metrics: metrics, databasePath: initial.database)
@@ -48,33 +58,44 @@ public struct Daemon: Sendable {
         router.get("/healthz", use: operations.health)
         router.get("/metrics", use: operations.prometheus)
         router.get("/v1/stats", use: operations.stats)
-        let responder = router.buildResponder()
+        let channel = HTTP1Channel.serving(router.buildResponder(),
+                                           idleTimeout: .seconds(Int64(initial.limits.idleTimeoutSeconds)), logger: logger)
 
-        var addresses: [BindAddress] = initial.listen.map { .hostname($0.host, port: $0.port) }
-        if let path = initial.unixSocket {
-            Self.removeStaleSocket(at: path)
-            addresses.append(.unixDomainSocket(path: path))
-        }
+        let sockets = Self.listenerSockets(initial, logger: logger)
+        let ready = ReadinessGate()
         let listening = Mutex(0)
-        let total = addresses.count
         let logger = self.logger
-        let services: [any Service] = addresses.map { address in
-            Application(
-                responder: responder,
-                server: .http1(configuration: .init(idleTimeout: .seconds(Int64(initial.limits.idleTimeoutSeconds)))),
-                configuration: ApplicationConfiguration(address: address, serverName: nil),
-                onServerRunning: { channel in
-                    logger.notice("listening on \(Self.describe(channel.localAddress))")
-                    if listening.withLock({ $0 += 1; return $0 }) == total {
-                        logger.notice("kbtd ready")
-                    }
-                },
-                logger: logger)
+        let group = MultiThreadedEventLoopGroup.singleton
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = sockets.map { socket in
+            .init(service: HTTPListener(socket: socket, channel: channel, group: group, logger: logger) { address in
+                logger.notice("listening on \(Self.describe(address, socket))")
+                if listening.withLock({ $0 += 1; return $0 }) == sockets.count {
+                    logger.notice("kbtd ready")
+                    ready.open()
+                }
+            })
         }
-        let group = ServiceGroup(configuration: .init(
-            services: services.map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        if let reload {
+            let settings = self.settings, logLevel = self.logLevel
+            services.append(.init(service: ReloadOnHangup(load: reload, apply: { new in
+                Self.apply(new, to: settings, heights: heights, writer: writer, logLevel: logLevel, logger: logger)
+            }, logger: logger), successTerminationBehavior: .ignore))
+        }
+        if let notify = SystemdNotify() {
+            // Last in the list: on SIGTERM it is told first, so STOPPING=1 goes out before the listeners drain.
+            services.append(.init(service: SystemdSupervision(
+                notify: notify, watchdog: SystemdNotify.watchdogInterval(), ready: ready, eventLoops: group,
+                writerHeartbeatAge: { writer.heartbeatAge },
+                status: {
+                    let totals = writer.totals
+                    return "serving: \(totals.stored) batches stored, \(totals.duplicates) duplicates, queue \(writer.queueDepth)"
+                },
+                logger: logger), successTerminationBehavior: .ignore))
+        }
+        let serviceGroup = ServiceGroup(configuration: .init(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
-            try await group.run()
+            try await serviceGroup.run()
         } catch {
             writer.shutdown()
             throw error
@@ -84,12 +105,54 @@ public struct Daemon: Sendable {
         logger.notice("kbtd stopped")
     }
 
-    static func describe(_ address: SocketAddress?) -> String {
-        guard let address else { return "?" }
+    /// Inherited sockets win over configured addresses: under systemd the
+    /// socket unit owns the addresses.
+    static func listenerSockets(_ settings: ServerSettings, logger: Logger) -> [ListenerSocket] {
+        let inherited = SocketActivation.inheritedSockets()
+        if !inherited.isEmpty {
+            logger.notice("socket activation: adopting \(inherited.count) listening socket(s); configured listen addresses are not used")
+            return inherited.map { .inherited($0) }
+        }
+        var sockets: [ListenerSocket] = settings.listen.map { .tcp($0) }
+        if let path = settings.unixSocket {
+            removeStaleSocket(at: path)
+            sockets.append(.unix(path: path))
+        }
+        return sockets
+    }
+
+    /// Applies a reloaded configuration: limits, tokens, estimator settings,
+    /// cache age and log level change at once; addresses and the database
+    /// need a restart, which the log says.
+    static func apply(_ new: ServerSettings, to box: SettingsBox, heights: HeightService, writer: GroupCommitWriter,
+                      logLevel: LogLevelControl, logger: Logger) {
+        let old = box.current
+        var next = new
+        for (key, changed) in [("listen", old.listen != new.listen), ("unix_socket", old.unixSocket != new.unixSocket),
+                               ("database", old.database != new.database),
+                               ("batch_retention_days", old.batchRetentionDays != new.batchRetentionDays),
+                               ("max_batches_per_commit", old.limits.maxBatchesPerCommit != new.limits.maxBatchesPerCommit),
+                               ("idle_timeout_seconds", old.limits.idleTimeoutSeconds != new.limits.idleTimeoutSeconds)]
+        where changed {
+            logger.warning("\(key) changed in the configuration; it takes effect after a restart")
+        }
+        next.listen = old.listen
+        next.unixSocket = old.unixSocket
+        next.database = old.database
+        box.replace(next)
+        heights.update(settings: next.estimator)
+        writer.capacity = next.limits.writeQueueCapacity
+        logLevel.current = next.logLevel
+    }
+
+    static func describe(_ address: SocketAddress?, _ socket: ListenerSocket) -> String {
+        guard let address else { return socket.description }
         if let path = address.pathname { return path }
         let host = address.ipAddress ?? "?"
         let port = address.port.map(String.init) ?? "?"
-        return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        let text = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        if case .inherited(let inherited) = socket { return "\(text) (fd \(inherited.fd), \(inherited.name))" }
+        return text
     }
 
     /// A socket file left by a previous run would make bind fail; regular files are left alone.

@@ -46,14 +46,17 @@ public final class GroupCommitWriter: Sendable {
 
     private struct State {
         var queue: [Job] = []
+        var capacity: Int
         var stopping = false
         var stopped = false
         var lastError: String?
+        var heartbeat = ContinuousClock.now
+        var storedBatches = 0
+        var duplicateBatches = 0
     }
 
-    public let capacity: Int
     public let maxBatchesPerCommit: Int
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let wakeup = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private let logger: Logger
@@ -63,7 +66,7 @@ public final class GroupCommitWriter: Sendable {
     /// - Parameter retention: seconds seen batch ids are kept (pruned hourly).
     public init(store: sending any TelemetryStore, capacity: Int, maxBatchesPerCommit: Int = 4096,
                 retention: Double, logger: Logger, onCommit: @escaping CommitObserver) {
-        self.capacity = capacity
+        self.state = Mutex(State(capacity: capacity))
         self.maxBatchesPerCommit = maxBatchesPerCommit
         self.logger = logger
         let box = StoreBox(store)
@@ -79,7 +82,7 @@ public final class GroupCommitWriter: Sendable {
         try await withCheckedThrowingContinuation { continuation in
             let refusal: WriteError? = state.withLock { state in
                 if state.stopping { return .shuttingDown }
-                if state.queue.count >= capacity { return .queueFull }
+                if state.queue.count >= state.capacity { return .queueFull }
                 state.queue.append(Job(batch: batch, continuation: continuation))
                 return nil
             }
@@ -96,6 +99,20 @@ public final class GroupCommitWriter: Sendable {
 
     /// The last commit's error, nil once a commit succeeds again.
     public var lastError: String? { state.withLock { $0.lastError } }
+
+    /// Most batches that may wait for a commit (reloadable).
+    public var capacity: Int {
+        get { state.withLock { $0.capacity } }
+        set { state.withLock { $0.capacity = max(1, newValue) } }
+    }
+
+    /// Time since the writer thread last went round its loop. It goes round at
+    /// least twice a second when idle, so a large value means a commit (an
+    /// fsync, a lock) is stuck: the systemd watchdog stops on it.
+    public var heartbeatAge: Duration { ContinuousClock.now - state.withLock { $0.heartbeat } }
+
+    /// Batches committed and duplicates recognised since start.
+    public var totals: (stored: Int, duplicates: Int) { state.withLock { ($0.storedBatches, $0.duplicateBatches) } }
 
     /// Stops taking batches, commits everything already queued, and returns
     /// when the writer thread has finished (blocking; call off the event loops).
@@ -119,6 +136,7 @@ public final class GroupCommitWriter: Sendable {
                 prune(store, before: Int64(now - retention))
             }
             let (jobs, stopping) = state.withLock { state -> ([Job], Bool) in
+                state.heartbeat = ContinuousClock.now
                 let take = min(state.queue.count, maxBatchesPerCommit)
                 let jobs = Array(state.queue.prefix(take))
                 state.queue.removeFirst(take)
@@ -126,7 +144,7 @@ public final class GroupCommitWriter: Sendable {
             }
             if jobs.isEmpty {
                 if stopping { break }
-                _ = wakeup.wait(timeout: .now() + .seconds(60))
+                _ = wakeup.wait(timeout: .now() + .milliseconds(500))
                 continue
             }
             commit(jobs, store: store, onCommit: onCommit)
@@ -140,7 +158,12 @@ public final class GroupCommitWriter: Sendable {
         do {
             let result = try store.commit(jobs.map(\.batch))
             let elapsed = ContinuousClock.now - start
-            state.withLock { $0.lastError = nil }
+            let stored = result.stored.filter { $0 }.count
+            state.withLock { state in
+                state.lastError = nil
+                state.storedBatches += stored
+                state.duplicateBatches += jobs.count - stored
+            }
             onCommit(result.added, jobs.count, Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
             for (job, stored) in zip(jobs, result.stored) {
                 job.continuation.resume(returning: stored ? .stored : .duplicate)

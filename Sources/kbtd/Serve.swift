@@ -28,18 +28,20 @@ struct Serve: AsyncParsableCommand {
         if let database { flags["database"] = database }
         if let logLevel { flags["log_level"] = logLevel }
         let settings = try resolveSettings(config: config, flags: flags)
+        let configFile = config ?? ProcessInfo.processInfo.environment["KBTD_CONFIG"]
 
-        let level = settings.logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+        let control = LogLevelControl(settings.logLevel)
+        LoggingSystem.bootstrap { label in JournalLogHandler(label: label, control: control) }
+        let logger = Logger(label: "kbtd")
+        logger.notice("kbtd \(kbtdVersion) starting", metadata: ["database": "\(settings.database)",
+                                                                  "config": "\(configFile ?? "(built-in defaults)")"])
+        let environment = ProcessInfo.processInfo.environment
+        let fixedFlags = flags
+        let reload: @Sendable () throws -> ServerSettings = {
+            try SettingsLoader.load(configFile: configFile, environment: environment, flags: fixedFlags)
         }
-        var logger = Logger(label: "kbtd")
-        logger.logLevel = level
-        logger.notice("kbtd \(kbtdVersion) starting", metadata: ["database": "\(settings.database)"])
         do {
-            try await Daemon(settings: settings, logger: logger).run()
+            try await Daemon(settings: settings, logger: logger, logLevel: control, reload: reload).run()
         } catch {
             logger.critical("kbtd failed: \(error)")
             throw ExitCode(1)

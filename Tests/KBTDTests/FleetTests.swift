@@ -123,14 +123,23 @@ struct FleetTests {
             }
         }
         let accepted = ConcurrentResults<Int>()
+        let failures = ConcurrentResults<String>()
         let toSend = bodies
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             for i in stride(from: worker, to: toSend.count, by: 4) {
-                guard let response = try? daemon.post(toSend[i], encoding: "gzip"), response.status == 202,
-                      let count = response.json?["accepted"]?.double else { accepted.append(-1_000_000); continue }
-                accepted.append(Int(count))
+                do {
+                    let response = try daemon.post(toSend[i], encoding: "gzip")
+                    guard response.status == 202, let count = response.json?["accepted"]?.double else {
+                        failures.append("batch \(i): \(response.status) \(response.text)")
+                        continue
+                    }
+                    accepted.append(Int(count))
+                } catch {
+                    failures.append("batch \(i): \(error)")
+                }
             }
         }
+        #expect(failures.values.isEmpty, "\(failures.values)")
         let acceptedTotal = accepted.values.reduce(0, +)
         #expect(acceptedTotal > sent * 9 / 10 && acceptedTotal <= sent)
         let stats = try daemon.stats()

@@ -1,0 +1,109 @@
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOExtras
+import NIOPosix
+import ServiceLifecycle
+
+/// Where a listener gets its socket.
+public enum ListenerSocket: Sendable, CustomStringConvertible {
+    case tcp(ListenAddress)
+    case unix(path: String)
+    /// A listening fd handed over by systemd (socket activation).
+    case inherited(InheritedSocket)
+
+    public var description: String {
+        switch self {
+        case .tcp(let address): address.description
+        case .unix(let path): path
+        case .inherited(let socket): "fd \(socket.fd) (\(socket.name))"
+        }
+    }
+}
+
+/// One HTTP/1.1 listener as a ServiceLifecycle service.
+///
+/// Hummingbird 2.28's `BindAddress` cannot adopt an fd systemd passed, so
+/// every listener (bound here or inherited) is built the same way: SwiftNIO's
+/// `ServerBootstrap` plus HummingbirdCore's `HTTP1Channel` serving the one
+/// router. On graceful shutdown it stops accepting and lets open connections
+/// finish their current request (NIOExtras' quiescing helper).
+public struct HTTPListener: Service {
+    let socket: ListenerSocket
+    let channel: HTTP1Channel
+    let group: any EventLoopGroup
+    let logger: Logger
+    let onRunning: @Sendable (SocketAddress?) async -> Void
+
+    public func run() async throws {
+        let quiescing = ServerQuiescingHelper(group: group)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 1024)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+            .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: channel))
+                }
+            }
+        let childSetup: @Sendable (any Channel) -> EventLoopFuture<HTTP1Channel.Value> = { [channel, logger] child in
+            channel.setup(channel: child, logger: logger)
+        }
+        let server: NIOAsyncChannel<HTTP1Channel.Value, Never>
+        switch socket {
+        case .tcp(let address):
+            server = try await bootstrap.bind(host: address.host, port: address.port, serverBackPressureStrategy: nil,
+                                              childChannelInitializer: childSetup)
+        case .unix(let path):
+            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true,
+                                              serverBackPressureStrategy: nil, childChannelInitializer: childSetup)
+        case .inherited(let inherited):
+            server = try await bootstrap.bind(inherited.fd, serverBackPressureStrategy: nil, childChannelInitializer: childSetup)
+        }
+        await withGracefulShutdownHandler {
+            await onRunning(server.channel.localAddress)
+            await withDiscardingTaskGroup { tasks in
+                do {
+                    try await server.executeThenClose { inbound in
+                        for try await connection in inbound {
+                            tasks.addTask { await channel.handle(value: connection, logger: logger) }
+                        }
+                    }
+                } catch {
+                    logger.error("listener \(socket) stopped accepting: \(error)")
+                }
+            }
+        } onGracefulShutdown: {
+            quiescing.initiateShutdown(promise: nil)
+        }
+    }
+}
+
+extension HTTP1Channel {
+    /// An HTTP/1.1 channel that answers with `responder` (a Hummingbird router),
+    /// adding the `Date` header Hummingbird's `Application` would add.
+    static func serving<R: HTTPResponder>(_ responder: R, idleTimeout: TimeAmount?, logger: Logger) -> HTTP1Channel
+    where R.Context == KBTDRequestContext {
+        let dates = HTTPDate()
+        return HTTP1Channel(
+            responder: { request, writer, channel in
+                let context = KBTDRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
+                var response: Response
+                do {
+                    response = try await responder.respond(to: request, context: context)
+                } catch let error as any HTTPResponseError {
+                    // Router errors (404, 405): Hummingbird's own answer.
+                    response = (try? error.response(from: request, context: context))
+                        ?? JSONResponse.error(error.status, "error", detail: "\(error.status)")
+                } catch {
+                    logger.error("unhandled error answering \(request.method) \(request.uri.path): \(error)")
+                    response = JSONResponse.error(.internalServerError, "internal error", detail: "see the daemon's log")
+                }
+                response.headers[.date] = dates.now()
+                try await writer.write(response: response.head, body: response.body)
+            },
+            configuration: .init(idleTimeout: idleTimeout))
+    }
+}

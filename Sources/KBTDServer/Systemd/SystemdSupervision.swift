@@ -48,6 +48,7 @@ struct SystemdSupervision: Service {
             // Hangs (and so withholds the ping) if the loop is stuck.
             try? await loop.submit {}.get()
         }
-        return writerHeartbeatAge() < interval
+        // The idle writer goes round every 0.5 s; older than that plus a ping interval means stuck.
+        return writerHeartbeatAge() < interval + .milliseconds(500)
     }
 }

@@ -88,7 +88,9 @@ final class TestDaemon: @unchecked Sendable {
     func start() throws -> TestDaemon {
         runs += 1
         logPath = directory.appendingPathComponent("kbtd-\(runs).log").path
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        if !FileManager.default.fileExists(atPath: logPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
         let log = FileHandle(forWritingAtPath: logPath)!
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestPaths.kbtdBinary)
@@ -131,6 +133,29 @@ final class TestDaemon: @unchecked Sendable {
         process.waitUntilExit()
         self.process = nil
         return process.terminationStatus
+    }
+
+    /// Sends a signal without waiting.
+    func signal(_ number: Int32) {
+        if let process { kill(process.processIdentifier, number) }
+    }
+
+    /// Waits for the process to exit; returns its status.
+    func waitForExit() -> Int32 {
+        guard let process else { return -1 }
+        process.waitUntilExit()
+        self.process = nil
+        return process.terminationStatus
+    }
+
+    /// Waits until the current run's log contains `text`.
+    func waitForLog(_ text: String, seconds: Double = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if log_().contains(text) { return true }
+            usleep(20_000)
+        }
+        return false
     }
 
     /// SIGKILL: no chance to flush anything.

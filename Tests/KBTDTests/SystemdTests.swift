@@ -1,0 +1,234 @@
+import Foundation
+import KBTDCore
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("systemd integration")
+struct SystemdTests {
+    @Test(arguments: [false, true])
+    func notifyReadyWatchdogStopping(abstract: Bool) throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let listener = try NotifyListener(directory: directory, abstract: abstract)
+        let daemon = TestDaemon(environment: ["NOTIFY_SOCKET": listener.name, "WATCHDOG_USEC": "400000"])
+        try daemon.start()
+
+        let first = try #require(listener.receive(seconds: 10))
+        #expect(first.hasPrefix("READY=1"), "\(first)")
+        #expect(first.contains("STATUS=serving"))
+        // READY=1 means the port accepts now.
+        #expect(try daemon.get("/healthz").status == 200)
+
+        let window = listener.collect(seconds: 1.2)
+        let pings = window.filter { $0.message.contains("WATCHDOG=1") }
+        #expect(pings.count >= 4, "WATCHDOG=1 every 0.2 s expected, got \(window.map(\.message))")
+
+        daemon.signal(SIGTERM)
+        var stopping = false
+        while let message = listener.receive(seconds: 5) {
+            if message.contains("STOPPING=1") { stopping = true; break }
+        }
+        #expect(stopping)
+        #expect(daemon.waitForExit() == 0)
+    }
+
+    @Test func watchdogIsWithheldWhileTheWriterIsStuck() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let listener = try NotifyListener(directory: directory)
+        let daemon = TestDaemon(environment: ["NOTIFY_SOCKET": listener.name, "WATCHDOG_USEC": "400000"])
+        try daemon.start()
+        #expect(listener.receive(seconds: 10)?.hasPrefix("READY=1") == true)
+
+        // Another process holds SQLite's write lock for 3 s: the writer's next
+        // commit blocks inside SQLite, as it would on a stuck disk.
+        let locker = Process()
+        locker.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        locker.arguments = ["python3", "-c", """
+            import sqlite3, sys, time
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(3); c.execute('COMMIT')
+            """, daemon.database]
+        let lockerOut = Pipe()
+        locker.standardOutput = lockerOut
+        try locker.run()
+        _ = lockerOut.fileHandleForReading.availableData  // "locked"
+        let posted = ConcurrentResults<Int>()
+        let poster = Thread {
+            posted.append((try? daemon.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip").status) ?? -1)
+        }
+        poster.start()
+
+        let start = Date()
+        let window = listener.collect(seconds: 2.5)
+        let times = [start] + window.filter { $0.message.contains("WATCHDOG=1") }.map(\.time) + [Date()]
+        let longest = zip(times, times.dropFirst()).map { $1.timeIntervalSince($0) }.max() ?? 0
+        #expect(longest >= 1.0, "no watchdog gap while the writer was blocked: \(window.map(\.message))")
+
+        locker.waitUntilExit()
+        // Once the lock is gone the commit lands and the pings resume.
+        let after = listener.collect(seconds: 2.5).filter { $0.message.contains("WATCHDOG=1") }
+        #expect(after.count >= 3)
+        while posted.values.isEmpty { usleep(10_000) }
+        #expect(posted.values == [202])
+    }
+
+    @Test func socketActivationServesOnTheInheritedSocket() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("kbtd.sqlite").path
+        let port = freePort()
+        let activator = Process()
+        activator.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        activator.arguments = ["systemd-socket-activate", "-l", "127.0.0.1:\(port)", "--fdname=http",
+                               TestPaths.kbtdBinary, "serve", "--database", database, "--listen", "127.0.0.1:1"]
+        let log = directory.appendingPathComponent("activate.log").path
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        activator.standardError = FileHandle(forWritingAtPath: log)
+        try activator.run()
+        defer { if activator.isRunning { kill(activator.processIdentifier, SIGKILL) } }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("Listening on") {
+            usleep(20_000)
+        }
+        // The first connection makes systemd-socket-activate exec kbtd, which adopts fd 3.
+        // (--listen 127.0.0.1:1 would fail to bind: proof the configured address is not used.)
+        let connection = try HTTPTestConnection(.tcp(host: "127.0.0.1", port: port))
+        let response = try connection.request("POST", "/v1/batches", headers: [("Content-Encoding", "gzip")],
+                                              body: gzip(batchBody(samples: shows(20, height: 336))))
+        #expect(response.status == 202, "\(response.text)")
+        let height = try connection.request("GET", "/v1/height?model=iPhone17,1&language=en-US")
+        #expect(height.json?["basis"] == .string("model+language"))
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(text.contains("socket activation: adopting 1 listening socket"))
+        #expect(text.contains("(fd 3, http)"))
+
+        kill(activator.processIdentifier, SIGTERM)
+        activator.waitUntilExit()
+        #expect(activator.terminationStatus == 0)
+    }
+
+    @Test func listenFDsForAnotherProcessAreIgnored() throws {
+        let daemon = TestDaemon(environment: ["LISTEN_PID": "1", "LISTEN_FDS": "1", "LISTEN_FDNAMES": "http"])
+        try daemon.start()
+        #expect(try daemon.get("/healthz").status == 200)
+        #expect(!daemon.log_().contains("socket activation"))
+    }
+
+    @Test func sigtermUnderLoadLosesNoAcknowledgedBatch() throws {
+        let daemon = try TestDaemon().start()
+        let bodies = (0..<300).map { _ in gzip(batchBody(samples: shows(5, height: 336))) }
+        let acknowledged = ConcurrentResults<Int>()
+        let stopper = Thread {
+            usleep(150_000)
+            daemon.signal(SIGTERM)
+        }
+        stopper.start()
+        DispatchQueue.concurrentPerform(iterations: 6) { worker in
+            for i in stride(from: worker, to: bodies.count, by: 6) {
+                guard let response = try? daemon.post(bodies[i], encoding: "gzip") else { continue }
+                if response.status == 202 { acknowledged.append(i) }
+            }
+        }
+        #expect(daemon.waitForExit() == 0, "SIGTERM must end with exit 0\n\(daemon.log_())")
+        let acked = Set(acknowledged.values)
+        #expect(!acked.isEmpty)
+        try daemon.start()
+        for i in acked {
+            #expect(try daemon.post(bodies[i], encoding: "gzip").status == 200, "batch \(i) was acknowledged but not stored")
+        }
+        for i in 0..<bodies.count where !acked.contains(i) {
+            let status = try daemon.post(bodies[i], encoding: "gzip").status
+            #expect(status == 202 || status == 200)
+        }
+        #expect(try daemon.stats()["samples"] == .number(Double(bodies.count * 5)))
+    }
+
+    @Test func sighupReloadsLimitsAndKeepsRunningConfigOnABadFile() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("kbtd.conf").path
+        try "max_samples_per_batch = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try TestDaemon(extraArguments: ["--config", config]).start()
+        #expect(try daemon.post(gzip(batchBody(samples: shows(6, height: 336))), encoding: "gzip").status == 400)
+
+        let keptAlive = try daemon.connection()
+        #expect(try keptAlive.request("GET", "/healthz").status == 200)
+
+        try "max_samples_per_batch = 10\nmin_samples = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("configuration reloaded"))
+        #expect(try daemon.post(gzip(batchBody(samples: shows(6, height: 336))), encoding: "gzip").status == 202)
+        #expect(try daemon.get("/v1/height?model=iPhone17,1&language=en-US").json?["basis"] == .string("model+language"))
+        // The connection opened before the reload still works.
+        #expect(try keptAlive.request("GET", "/healthz").status == 200)
+
+        try "max_samples_per_batch = lots\n".write(toFile: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("configuration reload failed"))
+        #expect(daemon.log_().contains("max_samples_per_batch"))
+        #expect(try daemon.post(gzip(batchBody(samples: shows(8, height: 336))), encoding: "gzip").status == 202)
+        #expect(daemon.process?.isRunning == true)
+    }
+
+    @Test func logLinesCarrySyslogPrioritiesForTheJournalAndNoColour() throws {
+        let plain = try TestDaemon().start()
+        let plainLog = plain.log_()
+        #expect(!plainLog.contains("\u{1B}["))
+        #expect(plainLog.split(separator: "\n").allSatisfy { $0.first?.isNumber == true }, "\(plainLog)")
+
+        // JOURNAL_STREAM must name stderr's device and inode: TestDaemon's log
+        // file is the next run's stderr, so stat it first.
+        let journal = TestDaemon()
+        let nextLog = journal.directory.appendingPathComponent("kbtd-1.log").path
+        _ = FileManager.default.createFile(atPath: nextLog, contents: nil)
+        var info = stat()
+        #expect(stat(nextLog, &info) == 0)
+        journal.environment["JOURNAL_STREAM"] = "\(info.st_dev):\(info.st_ino)"
+        try journal.start()
+        let lines = journal.log_().split(separator: "\n")
+        #expect(!lines.isEmpty)
+        #expect(lines.allSatisfy { $0.hasPrefix("<5>") || $0.hasPrefix("<6>") || $0.hasPrefix("<7>") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("<5>kbtd ready") })
+    }
+
+    @Test func unitsVerifyAndInstallPutsFilesWhereSystemdLooks() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let stage = directory.appendingPathComponent("root").path
+        let install = Process()
+        install.executableURL = URL(fileURLWithPath: TestPaths.repositoryRoot.appendingPathComponent("scripts/install").path)
+        install.arguments = ["--destdir", stage, "--binary", TestPaths.kbtdBinary]
+        install.standardOutput = FileHandle.nullDevice
+        try install.run()
+        install.waitUntilExit()
+        #expect(install.terminationStatus == 0)
+        for path in ["usr/local/bin/kbtd", "etc/systemd/system/kbtd.service", "etc/systemd/system/kbtd.socket",
+                     "etc/kbtd/kbtd.conf", "usr/local/share/doc/kbtd/README.md"] {
+            #expect(FileManager.default.fileExists(atPath: "\(stage)/\(path)"), "\(path)")
+        }
+
+        // systemd-analyze verify needs ExecStart= to exist: point it at the staged binary.
+        let units = directory.appendingPathComponent("units")
+        try FileManager.default.createDirectory(at: units, withIntermediateDirectories: true)
+        let service = try String(contentsOfFile: "\(stage)/etc/systemd/system/kbtd.service", encoding: .utf8)
+            .replacingOccurrences(of: "/usr/local/bin/kbtd", with: "\(stage)/usr/local/bin/kbtd")
+        try service.write(to: units.appendingPathComponent("kbtd.service"), atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(atPath: "\(stage)/etc/systemd/system/kbtd.socket",
+                                         toPath: units.appendingPathComponent("kbtd.socket").path)
+        let verify = Process()
+        verify.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        verify.arguments = ["systemd-analyze", "verify", "kbtd.socket", "kbtd.service"]
+        verify.currentDirectoryURL = units
+        let output = Pipe()
+        verify.standardOutput = output
+        verify.standardError = output
+        try verify.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        verify.waitUntilExit()
+        #expect(verify.terminationStatus == 0, "\(text)")
+        #expect(text.isEmpty, "\(text)")
+    }
+}

@@ -49,7 +49,9 @@ public struct Daemon: Sendable {
 
         let router = Router(context: KBTDRequestContext.self)
         router.add(middleware: LogRequestsMiddleware(.debug))
-        let ingest = IngestHandler(writer: writer, settings: settings, metrics: metrics)
+        let rateLimiter = ClientRateLimiter(limits: initial.limits)
+        let connections = ConnectionLimiter(maximum: initial.limits.maxConnections)
+        let ingest = IngestHandler(writer: writer, settings: settings, metrics: metrics, rateLimiter: rateLimiter)
         let heightHandlers = HeightHandlers(heights: heights, settings: settings, metrics: metrics)
         let operations = OperationsHandlers(writer: writer, settings: settings, metrics: metrics, databasePath: initial.database)
         router.post("/v1/batches", use: ingest.handle)
@@ -58,8 +60,7 @@ public struct Daemon: Sendable {
         router.get("/healthz", use: operations.health)
         router.get("/metrics", use: operations.prometheus)
         router.get("/v1/stats", use: operations.stats)
-        let channel = HTTP1Channel.serving(router.buildResponder(),
-                                           idleTimeout: .seconds(Int64(initial.limits.idleTimeoutSeconds)), logger: logger)
+        let channel = HTTP1Channel.serving(router.buildResponder(), limits: initial.limits, logger: logger)
 
         let sockets = Self.listenerSockets(initial, logger: logger)
         let ready = ReadinessGate()
@@ -67,7 +68,8 @@ public struct Daemon: Sendable {
         let logger = self.logger
         let group = MultiThreadedEventLoopGroup.singleton
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = sockets.map { socket in
-            .init(service: HTTPListener(socket: socket, channel: channel, group: group, logger: logger) { address in
+            .init(service: HTTPListener(socket: socket, channel: channel, group: group, logger: logger,
+                                        connections: connections) { address in
                 logger.notice("listening on \(Self.describe(address, socket))")
                 if listening.withLock({ $0 += 1; return $0 }) == sockets.count {
                     logger.notice("kbtd ready")
@@ -79,6 +81,8 @@ public struct Daemon: Sendable {
             let settings = self.settings, logLevel = self.logLevel
             services.append(.init(service: ReloadOnHangup(load: reload, apply: { new in
                 Self.apply(new, to: settings, heights: heights, writer: writer, logLevel: logLevel, logger: logger)
+                rateLimiter.update(new.limits)
+                connections.setMaximum(new.limits.maxConnections)
             }, logger: logger), successTerminationBehavior: .ignore))
         }
         if let notify = SystemdNotify() {
@@ -132,7 +136,9 @@ public struct Daemon: Sendable {
                                ("database", old.database != new.database),
                                ("batch_retention_days", old.batchRetentionDays != new.batchRetentionDays),
                                ("max_batches_per_commit", old.limits.maxBatchesPerCommit != new.limits.maxBatchesPerCommit),
-                               ("idle_timeout_seconds", old.limits.idleTimeoutSeconds != new.limits.idleTimeoutSeconds)]
+                               ("idle_timeout_seconds", old.limits.idleTimeoutSeconds != new.limits.idleTimeoutSeconds),
+                               ("header_timeout_seconds", old.limits.headerTimeoutSeconds != new.limits.headerTimeoutSeconds),
+                               ("body_timeout_seconds", old.limits.bodyTimeoutSeconds != new.limits.bodyTimeoutSeconds)]
         where changed {
             logger.warning("\(key) changed in the configuration; it takes effect after a restart")
         }

@@ -11,15 +11,28 @@ struct IngestHandler: Sendable {
     let writer: GroupCommitWriter
     let settings: SettingsBox
     let metrics: ServerMetrics
+    let rateLimiter: ClientRateLimiter
 
     func handle(_ request: Request, context: KBTDRequestContext) async -> Response {
-        let response = await ingest(request)
+        let response = await ingest(request, context: context)
         metrics.request(route: "/v1/batches", status: response.status.code)
         return response
     }
 
-    private func ingest(_ request: Request) async -> Response {
-        let limits = settings.current.limits
+    private func ingest(_ request: Request, context: KBTDRequestContext) async -> Response {
+        let current = settings.current
+        let limits = current.limits
+        if let wait = rateLimiter.check(context) {
+            metrics.batch("rate_limited")
+            return JSONResponse.error(.tooManyRequests, "rate limited",
+                                      detail: "too many batches from this address; retry after \(wait) s", retryAfter: wait)
+        }
+        if !current.ingestTokens.isEmpty && !Self.authorized(request, tokens: current.ingestTokens) {
+            metrics.batch("unauthorized")
+            return JSONResponse.error(.unauthorized, "unauthorized",
+                                      detail: "POST /v1/batches needs Authorization: Bearer with an ingest token",
+                                      field: "Authorization", headers: [.wwwAuthenticate: "Bearer"])
+        }
         if let contentType = request.headers[.contentType] {
             let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
                 $0.trimmingCharacters(in: .whitespaces).lowercased()
@@ -100,6 +113,16 @@ struct IngestHandler: Sendable {
                 ("errors", .array(errors)),
             ]))
         }
+    }
+
+    /// Checks the bearer token against every configured one, in constant time per token.
+    static func authorized(_ request: Request, tokens: [String]) -> Bool {
+        guard let header = request.headers[.authorization], header.count > 7,
+              header.prefix(7).lowercased() == "bearer " else { return false }
+        let presented = Array(header.utf8.dropFirst(7))
+        var match = false
+        for token in tokens where constantTimeEqual(presented, Array(token.utf8)) { match = true }
+        return match
     }
 
     private func reject(_ status: HTTPResponse.Status, _ error: String, detail: String, field: String? = nil) -> Response {

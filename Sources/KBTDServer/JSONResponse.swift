@@ -16,10 +16,10 @@ enum JSONResponse {
 
     /// `{"error": ..., "detail": ...}` with an optional `field`.
     static func error(_ status: HTTPResponse.Status, _ error: String, detail: String, field: String? = nil,
-                      retryAfter: Int? = nil) -> Response {
+                      retryAfter: Int? = nil, headers extra: HTTPFields = [:]) -> Response {
         var members: [(String, JSONOutput)] = [("error", .string(error)), ("detail", .string(detail))]
         if let field, !field.isEmpty { members.append(("field", .string(field))) }
-        var headers: HTTPFields = [:]
+        var headers = extra
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         return make(status, .object(members), headers: headers)
     }

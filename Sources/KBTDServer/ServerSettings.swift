@@ -38,6 +38,8 @@ public struct ServerSettings: Sendable, Equatable {
     public var logLevel: Logger.Level = .info
     /// Lets `/metrics` and `/v1/stats` answer non-local peers that send it as a bearer token.
     public var adminToken: String?
+    /// When not empty, `POST /v1/batches` needs `Authorization: Bearer` one of these (else 401).
+    public var ingestTokens: [String] = []
 
     public init() {}
 
@@ -56,6 +58,18 @@ public struct ServerSettings: Sendable, Equatable {
         public var retryAfterSeconds = 1
         /// Idle keep-alive connections are closed after this many seconds.
         public var idleTimeoutSeconds = 60
+        /// A new connection must send a complete request head within this many seconds.
+        public var headerTimeoutSeconds = 10
+        /// Once the head is in, the whole body must arrive within this many seconds.
+        public var bodyTimeoutSeconds = 30
+        /// Concurrent connections across all listeners; more are closed at once.
+        public var maxConnections = 4096
+        /// Ingest token bucket per client address: batches per second (0: off) ...
+        public var ingestRatePerSecond = 20.0
+        /// ... and burst size.
+        public var ingestBurst = 100.0
+        /// Whether loopback and Unix-socket peers are rate limited too.
+        public var rateLimitLocalPeers = false
 
         public init() {}
     }

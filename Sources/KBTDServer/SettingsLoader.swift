@@ -18,9 +18,11 @@ public struct SettingsError: Error, CustomStringConvertible, Sendable {
 public enum SettingsLoader {
     /// Every key, for unknown-key checks and the default file.
     public static let keys: [String] = [
-        "listen", "unix_socket", "database", "log_level", "admin_token",
+        "listen", "unix_socket", "database", "log_level", "admin_token", "ingest_tokens",
         "max_compressed_bytes", "max_decompressed_bytes", "max_samples_per_batch",
         "write_queue_capacity", "max_batches_per_commit", "retry_after_seconds", "idle_timeout_seconds",
+        "header_timeout_seconds", "body_timeout_seconds", "max_connections",
+        "rate_limit_per_second", "rate_limit_burst", "rate_limit_local_peers",
         "min_samples", "default_height_portrait", "default_height_landscape",
         "cache_max_age_seconds", "batch_retention_days",
     ]
@@ -123,6 +125,22 @@ public enum SettingsLoader {
         if let v = try int("max_batches_per_commit", 1...100_000) { settings.limits.maxBatchesPerCommit = v }
         if let v = try int("retry_after_seconds", 1...3600) { settings.limits.retryAfterSeconds = v }
         if let v = try int("idle_timeout_seconds", 1...86_400) { settings.limits.idleTimeoutSeconds = v }
+        if let v = try int("header_timeout_seconds", 1...3600) { settings.limits.headerTimeoutSeconds = v }
+        if let v = try int("body_timeout_seconds", 1...3600) { settings.limits.bodyTimeoutSeconds = v }
+        if let v = try int("max_connections", 1...1_000_000) { settings.limits.maxConnections = v }
+        if let v = try double("rate_limit_per_second", 0...1_000_000) { settings.limits.ingestRatePerSecond = v }
+        if let v = try double("rate_limit_burst", 1...1_000_000) { settings.limits.ingestBurst = v }
+        if let value = values["rate_limit_local_peers"] {
+            switch value.text.lowercased() {
+            case "true", "yes", "1": settings.limits.rateLimitLocalPeers = true
+            case "false", "no", "0": settings.limits.rateLimitLocalPeers = false
+            default: throw bad("rate_limit_local_peers", "must be true or false")
+            }
+        }
+        if let tokens = values["ingest_tokens"] {
+            settings.ingestTokens = tokens.text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }
+        }
         if let v = try int("min_samples", 1...1_000_000) { settings.estimator.minSamples = Int64(v) }
         if let v = try double("default_height_portrait", 0...2000) { settings.estimator.defaultPortraitHeight = v }
         if let v = try double("default_height_landscape", 0...2000) { settings.estimator.defaultLandscapeHeight = v }

@@ -34,6 +34,7 @@ public struct HTTPListener: Service {
     let channel: HTTP1Channel
     let group: any EventLoopGroup
     let logger: Logger
+    let connections: ConnectionLimiter
     let onRunning: @Sendable (SocketAddress?) async -> Void
 
     public func run() async throws {
@@ -48,8 +49,13 @@ public struct HTTPListener: Service {
                     try channel.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: channel))
                 }
             }
-        let childSetup: @Sendable (any Channel) -> EventLoopFuture<HTTP1Channel.Value> = { [channel, logger] child in
-            channel.setup(channel: child, logger: logger)
+        let childSetup: @Sendable (any Channel) -> EventLoopFuture<HTTP1Channel.Value> = {
+            [channel, logger, connections] child in
+            guard connections.admit(child) else {
+                child.close(promise: nil)
+                return child.eventLoop.makeFailedFuture(ConnectionLimitReached())
+            }
+            return channel.setup(channel: child, logger: logger)
         }
         let server: NIOAsyncChannel<HTTP1Channel.Value, Never>
         switch socket {
@@ -81,11 +87,22 @@ public struct HTTPListener: Service {
     }
 }
 
+/// A connection over `max_connections`: closed before any byte is read.
+struct ConnectionLimitReached: Error {}
+
 extension HTTP1Channel {
     /// An HTTP/1.1 channel that answers with `responder` (a Hummingbird router),
     /// adding the `Date` header Hummingbird's `Application` would add.
-    static func serving<R: HTTPResponder>(_ responder: R, idleTimeout: TimeAmount?, logger: Logger) -> HTTP1Channel
+    static func serving<R: HTTPResponder>(_ responder: R, limits: ServerSettings.Limits, logger: Logger) -> HTTP1Channel
     where R.Context == KBTDRequestContext {
+        let header = TimeAmount.seconds(Int64(limits.headerTimeoutSeconds))
+        let body = TimeAmount.seconds(Int64(limits.bodyTimeoutSeconds))
+        let idle = TimeAmount.seconds(Int64(limits.idleTimeoutSeconds))
+        var configuration = HTTP1Channel.Configuration(idleTimeout: idle)
+        // Added after Hummingbird's codec: sees request heads and ends, enforces the slowloris deadlines.
+        configuration.additionalChannelHandlers = {
+            [RequestDeadlineHandler(headerTimeout: header, bodyTimeout: body, idleTimeout: idle)]
+        }
         let dates = HTTPDate()
         return HTTP1Channel(
             responder: { request, writer, channel in
@@ -104,6 +121,6 @@ extension HTTP1Channel {
                 response.headers[.date] = dates.now()
                 try await writer.write(response: response.head, body: response.body)
             },
-            configuration: .init(idleTimeout: idleTimeout))
+            configuration: configuration)
     }
 }

@@ -146,8 +146,15 @@ final class HTTPTestConnection {
     func isClosedByPeer(within seconds: Int) -> Bool {
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var byte: UInt8 = 0
-        return recv(fd, &byte, 1, 0) == 0
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let deadline = Date().addingTimeInterval(Double(seconds))
+        while Date() < deadline {
+            // A final answer (say a 400) may come first: read past it to the close.
+            let received = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if received == 0 { return true }
+            if received < 0 { return errno == ECONNRESET || errno == EPIPE }
+        }
+        return false
     }
 
     private func findCRLFCRLF() -> Int? {

@@ -1,0 +1,79 @@
+import Foundation
+import KBTDCore
+import NIOCore
+import Synchronization
+
+/// Per-client-address token buckets for ingest (429 + `Retry-After` when empty).
+///
+/// IPv4 peers are keyed by address, IPv6 peers by their /64 (one phone may
+/// rotate through a whole /64). Loopback and Unix-socket peers are local tools
+/// (the fleet simulator, benchmarks) and are exempt unless
+/// `rate_limit_local_peers` is set. A rate of 0 turns the limit off.
+final class ClientRateLimiter: Sendable {
+    private struct State {
+        var buckets: [String: TokenBucket] = [:]
+        var rate: Double
+        var burst: Double
+        var limitLocalPeers: Bool
+    }
+
+    private let state: Mutex<State>
+    private let maxTrackedClients = 100_000
+
+    init(limits: ServerSettings.Limits) {
+        state = Mutex(State(rate: limits.ingestRatePerSecond, burst: limits.ingestBurst,
+                            limitLocalPeers: limits.rateLimitLocalPeers))
+    }
+
+    func update(_ limits: ServerSettings.Limits) {
+        state.withLock { state in
+            if state.rate != limits.ingestRatePerSecond || state.burst != limits.ingestBurst { state.buckets = [:] }
+            state.rate = limits.ingestRatePerSecond
+            state.burst = limits.ingestBurst
+            state.limitLocalPeers = limits.rateLimitLocalPeers
+        }
+    }
+
+    /// nil when the request may go ahead; otherwise whole seconds to wait.
+    func check(_ context: KBTDRequestContext) -> Int? {
+        let now = ProcessInfo.processInfo.systemUptime
+        return state.withLock { state -> Int? in
+            guard state.rate > 0 else { return nil }
+            if context.isLocalPeer && !state.limitLocalPeers { return nil }
+            let key = Self.clientKey(context.remoteAddress)
+            var bucket = state.buckets[key] ?? TokenBucket(rate: state.rate, burst: state.burst, now: now)
+            let wait = bucket.take(now: now)
+            state.buckets[key] = bucket
+            if state.buckets.count > maxTrackedClients {
+                state.buckets = state.buckets.filter { !$0.value.isFull(now: now) }
+            }
+            return wait.map { max(1, Int($0.rounded(.up))) }
+        }
+    }
+
+    static func clientKey(_ address: SocketAddress?) -> String {
+        switch address {
+        case .v4(let v4)?: return v4.host
+        case .v6(let v6)?:
+            let host = v6.host.lowercased()
+            if host.hasPrefix("::ffff:"), host.contains(".") { return String(host.dropFirst(7)) }
+            return ipv6Prefix64(host)
+        case .unixDomainSocket?: return "unix"
+        case nil: return "unknown"
+        }
+    }
+
+    /// The first four hextets of an IPv6 address, expanding `::`.
+    static func ipv6Prefix64(_ host: String) -> String {
+        let parts = host.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        var groups: [String] = []
+        if let gap = parts.firstIndex(of: ""), host.contains("::") {
+            let head = parts[..<gap].filter { !$0.isEmpty }
+            let tail = parts[(gap + 1)...].filter { !$0.isEmpty }
+            groups = head + Array(repeating: "0", count: max(0, 8 - head.count - tail.count)) + tail
+        } else {
+            groups = parts
+        }
+        return groups.prefix(4).joined(separator: ":") + "::/64"
+    }
+}

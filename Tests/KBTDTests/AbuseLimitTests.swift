@@ -1,0 +1,173 @@
+import Foundation
+import KBTDCompression
+import KBTDCore
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Peak resident memory of a process (VmHWM), in MiB.
+func peakRSSMiB(_ pid: Int32) -> Double? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kib = Double(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
+    return kib / 1024
+}
+
+@Suite("Abuse limits against the live daemon")
+struct AbuseLimitTests {
+    @Test func ingestTokensAreRequiredWhenConfigured() throws {
+        let daemon = try TestDaemon(environment: ["KBTD_INGEST_TOKENS": "first-secret, second-secret"]).start()
+        let body = gzip(batchBody(samples: shows(2, height: 336)))
+        let missing = try daemon.post(body, encoding: "gzip")
+        #expect(missing.status == 401)
+        #expect(missing.json?["field"] == .string("Authorization"))
+        #expect(missing.header("www-authenticate") == "Bearer")
+        #expect(try daemon.post(body, encoding: "gzip", headers: [("Authorization", "Bearer first-secre")]).status == 401)
+        #expect(try daemon.post(body, encoding: "gzip", headers: [("Authorization", "Basic second-secret")]).status == 401)
+        #expect(try daemon.stats()["samples"] == .number(0))
+        #expect(try daemon.post(body, encoding: "gzip", headers: [("Authorization", "Bearer second-secret")]).status == 202)
+        #expect(try daemon.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip",
+                                headers: [("Authorization", "Bearer first-secret")]).status == 202)
+        #expect(try daemon.stats()["samples"] == .number(3))
+        // Reads stay open to phones.
+        #expect(try daemon.get("/v1/height?model=iPhone17,1&language=en-US").status == 200)
+    }
+
+    @Test func tokenBucketPerAddressAnswers429WithRetryAfter() throws {
+        let daemon = try TestDaemon(environment: [
+            "KBTD_RATE_LIMIT_PER_SECOND": "0.5", "KBTD_RATE_LIMIT_BURST": "3", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
+        ]).start()
+        let statuses = try (0..<5).map { _ in try daemon.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip") }
+        #expect(statuses.map(\.status) == [202, 202, 202, 429, 429])
+        let limited = statuses[3]
+        #expect(Int(limited.header("retry-after") ?? "") ?? 0 >= 1)
+        #expect(limited.json?["error"] == .string("rate limited"))
+        #expect(try daemon.stats()["samples"] == .number(3))
+    }
+
+    @Test func localPeersAreExemptByDefault() throws {
+        let daemon = try TestDaemon(environment: ["KBTD_RATE_LIMIT_PER_SECOND": "0.5", "KBTD_RATE_LIMIT_BURST": "1"]).start()
+        for _ in 0..<5 {
+            #expect(try daemon.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip").status == 202)
+        }
+    }
+
+    @Test func connectionCapClosesExtraConnections() throws {
+        let daemon = try TestDaemon(environment: ["KBTD_MAX_CONNECTIONS": "3"]).start()
+        let held = try (0..<3).map { _ in try daemon.connection() }
+        for connection in held { #expect(try connection.request("GET", "/healthz").status == 200) }
+        let extra = try daemon.connection()
+        #expect(extra.isClosedByPeer(within: 5))
+        // Closing one makes room again.
+        _ = held.first.map { close($0.fd) }
+        usleep(200_000)
+        #expect(try daemon.get("/healthz").status == 200)
+    }
+
+    @Test func slowHeadersSlowBodiesAndIdleConnectionsAreClosed() throws {
+        let daemon = try TestDaemon(environment: [
+            "KBTD_HEADER_TIMEOUT_SECONDS": "1", "KBTD_BODY_TIMEOUT_SECONDS": "1", "KBTD_IDLE_TIMEOUT_SECONDS": "1",
+        ]).start()
+        let pid = try #require(daemon.process?.processIdentifier)
+
+        // Headers trickled a byte at a time, 100 connections at once.
+        let slowHeaders = try (0..<100).map { _ in try daemon.connection() }
+        let head = Array("POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".utf8)
+        let start = Date()
+        var index = 0
+        while Date().timeIntervalSince(start) < 2.5 {
+            for connection in slowHeaders { try? connection.send([head[index % head.count]]) }
+            index += 1
+            usleep(100_000)
+        }
+        for connection in slowHeaders { #expect(connection.isClosedByPeer(within: 3)) }
+
+        // A complete head, then the body trickled.
+        let slowBody = try daemon.connection()
+        try slowBody.send(Array("POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n".utf8))
+        for _ in 0..<15 {
+            try? slowBody.send([0x20])
+            usleep(100_000)
+        }
+        #expect(slowBody.isClosedByPeer(within: 3))
+
+        // An idle keep-alive connection.
+        let idle = try daemon.connection()
+        #expect(try idle.request("GET", "/healthz").status == 200)
+        #expect(idle.isClosedByPeer(within: 4))
+
+        #expect(try daemon.get("/healthz").status == 200)
+        let rss = try #require(peakRSSMiB(pid))
+        #expect(rss < 200, "peak RSS \(rss) MiB under slowloris")
+        print("slowloris: peak RSS \(rss) MiB")
+    }
+}
+
+@Suite("Hostile input against the live daemon")
+struct HostileInputTests {
+    func raw(_ daemon: TestDaemon, _ request: String, body: [UInt8] = []) throws -> HTTPTestResponse? {
+        let connection = try daemon.connection()
+        try connection.send(Array(request.utf8) + body)
+        return try? connection.readResponse()
+    }
+
+    @Test func malformedFramingIsRejectedAndTheDaemonStaysUp() throws {
+        let daemon = try TestDaemon().start()
+        #expect(try daemon.post(gzip(batchBody(samples: shows(3, height: 336))), encoding: "gzip").status == 202)
+        let before = try daemon.stats()
+        let payload = gzip(batchBody(samples: shows(3, height: 336)))
+        let framings = [
+            "POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: \(payload.count)\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: \(payload.count)\r\nContent-Length: \(payload.count + 1)\r\n\r\n",
+            "POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            "POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+            "GARBAGE\r\n\r\n",
+        ]
+        for framing in framings {
+            let response = try raw(daemon, framing, body: payload)
+            // NIO's parser refuses these: a 400, or the connection is closed without an answer.
+            if let response { #expect(response.status == 400, "\(framing.debugDescription): \(response.status)") }
+        }
+        #expect(try daemon.stats() == before)
+        #expect(try daemon.get("/healthz").status == 200)
+    }
+
+    @Test func hugeAndDeepDocumentsAreRefusedWithBoundedMemory() throws {
+        let daemon = try TestDaemon().start()
+        let pid = try #require(daemon.process?.processIdentifier)
+        #expect(try daemon.post(gzip(batchBody(samples: shows(3, height: 336))), encoding: "gzip").status == 202)
+        let before = try daemon.stats()
+
+        // A 10 MB string: over the wire cap raw, over the inflate cap gzipped.
+        let big = Array("{\"batch_id\":\"".utf8) + [UInt8](repeating: 0x61, count: 10_000_000) + Array("\"}".utf8)
+        #expect(try daemon.post(big).status == 413)
+        #expect(try daemon.post(gzip(big), encoding: "gzip").status == 413)
+        // 100,000-deep nesting.
+        let deep = Array((String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)).utf8)
+        let deepResponse = try daemon.post(gzip(deep), encoding: "gzip")
+        #expect(deepResponse.status == 400)
+        #expect(deepResponse.json?["detail"]?.string?.contains("nesting") == true)
+        // Bombs: 1 GiB of zeros in ~1 MiB of gzip would pass the wire cap; the inflate cap stops it.
+        let bomb = Deflater.compress([UInt8](repeating: 0, count: 512 << 20), format: .gzip, level: 9)
+        #expect(bomb.count < 1 << 20)
+        for _ in 0..<4 { #expect(try daemon.post(bomb, encoding: "gzip").status == 413) }
+        // More samples than allowed.
+        #expect(try daemon.post(gzip(batchBody(samples: shows(10_001, height: 336))), encoding: "gzip").status == 400)
+
+        #expect(try daemon.stats() == before)
+        let rss = try #require(peakRSSMiB(pid))
+        #expect(rss < 300, "peak RSS \(rss) MiB under bombs")
+        print("bombs: peak RSS \(rss) MiB (bomb of \(bomb.count) bytes)")
+    }
+
+    @Test func concatenatedGzipMembersAreOneBatch() throws {
+        let daemon = try TestDaemon().start()
+        let body = batchBody(samples: shows(4, height: 336))
+        let split = body.count / 2
+        let members = gzip(Array(body[..<split])) + gzip(Array(body[split...]))
+        let response = try daemon.post(members, encoding: "gzip")
+        #expect(response.status == 202)
+        #expect(response.json?["accepted"] == .number(4))
+    }
+}

@@ -30,16 +30,24 @@ public struct Daemon: Sendable {
 
     public func run() async throws {
         let initial = settings.current
-        let store = try SQLiteTelemetryStore(path: initial.database)
+        let path = initial.database
         let start = ContinuousClock.now
         var index = HeightIndex()
-        index.apply(try store.loadCounts())
-        logger.info("opened \(initial.database): \(index.bySeries.count) keys loaded in \(ContinuousClock.now - start)")
+        do {
+            // Creates and migrates the database; its counts seed the index.
+            index.apply(try SQLiteTelemetryStore(path: path).loadCounts())
+        } catch let error as SQLiteError where error.isTransient {
+            // A read-only or full file system: serve what can be read, refuse
+            // ingest with 503 until the writer can open the file.
+            logger.error("database \(path) is not writable (\(error)); serving read-only until it is")
+            if let counts = try? SQLiteTelemetryStore(path: path, access: .readOnly).loadCounts() { index.apply(counts) }
+        }
+        logger.info("opened \(path): \(index.bySeries.count) keys loaded in \(ContinuousClock.now - start)")
 
         let heights = HeightService(index: index, settings: initial.estimator)
         let metrics = ServerMetrics()
         let writer = GroupCommitWriter(
-            store: store, capacity: initial.limits.writeQueueCapacity, maxBatchesPerCommit: initial.limits.maxBatchesPerCommit,
+            openStore: { try SQLiteTelemetryStore(path: path) }, capacity: initial.limits.writeQueueCapacity, maxBatchesPerCommit: initial.limits.maxBatchesPerCommit,
             retention: initial.batchRetentionDays * 86_400, logger: logger
         ) { added, batches, seconds in
             heights.apply(added)

@@ -61,17 +61,19 @@ public final class GroupCommitWriter: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let logger: Logger
 
-    /// Starts the writer thread, which owns `store` from now on.
+    /// Starts the writer thread, which opens the store with `openStore` and
+    /// owns it from then on. While the store cannot be opened (a read-only or
+    /// missing file system), submits fail with `.unavailable` and the thread
+    /// retries every second, so ingest recovers by itself.
     ///
     /// - Parameter retention: seconds seen batch ids are kept (pruned hourly).
-    public init(store: sending any TelemetryStore, capacity: Int, maxBatchesPerCommit: Int = 4096,
+    public init(openStore: @escaping @Sendable () throws -> any TelemetryStore, capacity: Int, maxBatchesPerCommit: Int = 4096,
                 retention: Double, logger: Logger, onCommit: @escaping CommitObserver) {
         self.state = Mutex(State(capacity: capacity))
         self.maxBatchesPerCommit = maxBatchesPerCommit
         self.logger = logger
-        let box = StoreBox(store)
         let thread = Thread { [self] in
-            self.run(store: box.store, retention: retention, onCommit: onCommit)
+            self.run(openStore: openStore, retention: retention, onCommit: onCommit)
         }
         thread.name = "kbtd-writer"
         thread.start()
@@ -126,12 +128,26 @@ public final class GroupCommitWriter: Sendable {
         finished.wait()
     }
 
-    private func run(store: any TelemetryStore, retention: Double, onCommit: CommitObserver) {
+    private func run(openStore: () throws -> any TelemetryStore, retention: Double, onCommit: CommitObserver) {
+        var store: (any TelemetryStore)?
+        var lastOpenAttempt = ContinuousClock.now - .seconds(10)
         var lastPrune = 0.0
         while true {
+            if store == nil, ContinuousClock.now - lastOpenAttempt >= .seconds(1) {
+                lastOpenAttempt = ContinuousClock.now
+                do {
+                    store = try openStore()
+                    if state.withLock({ $0.lastError }) != nil { logger.notice("database writable again") }
+                    state.withLock { $0.lastError = nil }
+                } catch {
+                    let reason = "\(error)"
+                    if state.withLock({ $0.lastError }) != reason { logger.error("cannot open the database for writing: \(reason)") }
+                    state.withLock { $0.lastError = reason }
+                }
+            }
             // Forget expired batch ids at start and hourly after, busy or idle.
             let now = Date().timeIntervalSince1970
-            if now - lastPrune > 3600 {
+            if let store, now - lastPrune > 3600 {
                 lastPrune = now
                 prune(store, before: Int64(now - retention))
             }
@@ -147,13 +163,21 @@ public final class GroupCommitWriter: Sendable {
                 _ = wakeup.wait(timeout: .now() + .milliseconds(500))
                 continue
             }
-            commit(jobs, store: store, onCommit: onCommit)
+            if let open = store {
+                // After a failed commit the connection is dropped and reopened:
+                // a file system that went read-only leaves SQLite read-only until then.
+                if !commit(jobs, store: open, onCommit: onCommit) { store = nil }
+            } else {
+                let reason = state.withLock { $0.lastError } ?? "database not open"
+                for job in jobs { job.continuation.resume(throwing: WriteError.unavailable(reason)) }
+            }
         }
         state.withLock { $0.stopped = true }
         finished.signal()
     }
 
-    private func commit(_ jobs: [Job], store: any TelemetryStore, onCommit: CommitObserver) {
+    /// Commits `jobs` and completes their requests; false when the commit failed.
+    private func commit(_ jobs: [Job], store: any TelemetryStore, onCommit: CommitObserver) -> Bool {
         let start = ContinuousClock.now
         do {
             let result = try store.commit(jobs.map(\.batch))
@@ -168,6 +192,7 @@ public final class GroupCommitWriter: Sendable {
             for (job, stored) in zip(jobs, result.stored) {
                 job.continuation.resume(returning: stored ? .stored : .duplicate)
             }
+            return true
         } catch {
             let reason = "\(error)"
             logger.error("commit of \(jobs.count) batches failed", metadata: ["error": "\(reason)"])
@@ -175,6 +200,7 @@ public final class GroupCommitWriter: Sendable {
             for job in jobs {
                 job.continuation.resume(throwing: WriteError.unavailable(reason))
             }
+            return false
         }
     }
 
@@ -186,11 +212,4 @@ public final class GroupCommitWriter: Sendable {
             logger.warning("pruning batch ids failed", metadata: ["error": "\(error)"])
         }
     }
-}
-
-/// Carries the store to the writer thread. The caller gave it up (`sending`)
-/// and only the writer thread touches it afterwards, so no state is shared.
-private final class StoreBox: @unchecked Sendable {
-    let store: any TelemetryStore
-    init(_ store: sending any TelemetryStore) { self.store = store }
 }

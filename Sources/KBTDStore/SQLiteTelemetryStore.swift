@@ -17,6 +17,11 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         db = try SQLiteConnection(path: path, mode: access == .readOnly ? .readOnly : .readWrite)
         try db.execute("PRAGMA busy_timeout = 5000;")
         if access == .readWrite {
+            // SQLite silently opens a file on a read-only file system read-only: refuse instead.
+            guard sqlite3_db_readonly(db.handle, "main") != 1 else {
+                throw SQLiteError(code: SQLITE_READONLY, message: "the database file or its file system is read-only",
+                                  context: "opening \(path)")
+            }
             try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
             try migrate()
         } else {

@@ -67,9 +67,9 @@ final class TestDaemon: @unchecked Sendable {
     private(set) var logPath: String
     private var runs = 0
 
-    init(extraArguments: [String] = [], environment: [String: String] = [:]) {
+    init(database: String? = nil, extraArguments: [String] = [], environment: [String: String] = [:]) {
         directory = TestPaths.temporaryDirectory()
-        database = directory.appendingPathComponent("kbtd.sqlite").path
+        self.database = database ?? directory.appendingPathComponent("kbtd.sqlite").path
         unixSocket = directory.appendingPathComponent("kbtd.sock").path
         logPath = directory.appendingPathComponent("kbtd-0.log").path
         self.extraArguments = extraArguments

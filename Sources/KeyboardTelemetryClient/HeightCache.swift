@@ -1,0 +1,92 @@
+import Foundation
+
+/// The client's local knowledge of keyboard heights: its own measurements and
+/// kbtd's last answer. Reads take a lock for a dictionary lookup and nothing
+/// else, so `estimatedHeight` can run on the main thread; network refreshes
+/// replace the server part in one step. Persisted as `heights.json`.
+final class HeightCache: Sendable {
+    /// What is kept on disk.
+    struct Snapshot: Codable, Equatable {
+        struct ServerEstimate: Codable, Equatable {
+            var height: Double
+            var basis: String
+        }
+
+        /// The device the snapshot belongs to: a new OS version invalidates it (iOS changes heights between releases).
+        var model: String
+        var os: String
+        /// System height (accessory removed) by `key(language:orientation:keyboardType:)`.
+        var measured: [String: Double] = [:]
+        var serverEstimates: [String: ServerEstimate] = [:]
+        /// kbtd's answer for languages it has no data for, by orientation.
+        var serverDefaults: [String: ServerEstimate] = [:]
+        var etag: String?
+        /// Last 200 or 304 for `GET /v1/heights`.
+        var fetchedAt: Date?
+        /// Last failed attempt.
+        var failedAt: Date?
+    }
+
+    let file: URL
+    private let state: Locked<Snapshot>
+
+    init(file: URL, device: TelemetryDevice, logger: TelemetryLogger) {
+        self.file = file
+        var snapshot = Snapshot(model: device.model, os: device.os)
+        if let data = try? Data(contentsOf: file) {
+            if let stored = try? JSONDecoder().decode(Snapshot.self, from: data) {
+                if stored.model == device.model && stored.os == device.os {
+                    snapshot = stored
+                } else {
+                    logger.log(.info, "heights cache is for \(stored.model) \(stored.os), not \(device.model) \(device.os): starting over")
+                }
+            } else {
+                logger.log(.warning, "ignoring unreadable heights cache \(file.path)")
+            }
+        }
+        state = Locked(snapshot)
+    }
+
+    static func key(_ language: String, _ orientation: KeyboardOrientation, _ keyboardType: KeyboardType) -> String {
+        "\(language)|\(orientation.rawValue)|\(keyboardType.rawValue)"
+    }
+
+    /// Measured, then server, then the default. Never does I/O.
+    func estimate(language: String, orientation: KeyboardOrientation, keyboardType: KeyboardType,
+                  default fallback: Double) -> KeyboardHeightEstimate {
+        let key = Self.key(language, orientation, keyboardType)
+        return state.withLock { snapshot in
+            if let measured = snapshot.measured[key] {
+                return KeyboardHeightEstimate(height: measured, source: .measured)
+            }
+            if let server = snapshot.serverEstimates[key] ?? snapshot.serverDefaults[orientation.rawValue] {
+                return KeyboardHeightEstimate(height: server.height, source: .server(basis: server.basis))
+            }
+            return KeyboardHeightEstimate(height: fallback, source: .configuredDefault)
+        }
+    }
+
+    /// Learns from a docked show/change; true when the stored value changed (the caller persists it).
+    func learn(_ sample: KeyboardSample) -> Bool {
+        guard sample.isDockedMeasurement else { return false }
+        let key = Self.key(sample.language, sample.orientation, sample.keyboardType)
+        let height = sample.systemHeight
+        return state.withLock { snapshot in
+            guard snapshot.measured[key] != height else { return false }
+            snapshot.measured[key] = height
+            return true
+        }
+    }
+
+    var snapshot: Snapshot { state.withLock { $0 } }
+
+    func update(_ body: (inout Snapshot) -> Void) {
+        state.withLock(body)
+    }
+
+    /// Writes the current snapshot (temp file + rename). Called from one task at a time.
+    func save() throws {
+        let data = try JSONEncoder().encode(snapshot)
+        try data.write(to: file, options: .atomic)
+    }
+}

@@ -1,0 +1,23 @@
+/// What `estimatedHeight` answers, and where the answer came from.
+public struct KeyboardHeightEstimate: Sendable, Equatable {
+    /// Where an estimate came from, best first.
+    public enum Source: Sendable, Equatable {
+        /// This device's own last measurement for the language, orientation and keyboard type.
+        case measured
+        /// kbtd's answer from `GET /v1/heights`; `basis` is its fallback level
+        /// (`model+os+language`, `model+language`, `model+language-delta`, `model`, `default`).
+        case server(basis: String)
+        /// No measurement and no server answer yet: the configured default.
+        case configuredDefault
+    }
+
+    /// The system keyboard's height in points, without any input accessory view
+    /// (add yours), with the bottom safe area as the keyboard frame reports it.
+    public var height: Double
+    public var source: Source
+
+    public init(height: Double, source: Source) {
+        self.height = height
+        self.source = source
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+/// The device and app a client reports for; every batch carries it.
+public struct TelemetryDevice: Sendable, Equatable, Codable {
+    /// Machine identifier such as `iPhone17,1` or `iPad14,3` (from `uname`, not the marketing name).
+    public var model: String
+    /// OS version such as `26.1` or `18.6.2`.
+    public var os: String
+    /// Bundle identifier (optional).
+    public var app: String?
+    /// `CFBundleShortVersionString` (optional).
+    public var appVersion: String?
+
+    public init(model: String, os: String, app: String? = nil, appVersion: String? = nil) {
+        self.model = model
+        self.os = os
+        self.app = app
+        self.appVersion = appVersion
+    }
+
+    /// Bundle identifier and version of the main bundle, when it has them.
+    public static func mainBundleApp() -> (app: String?, version: String?) {
+        (Bundle.main.bundleIdentifier, Bundle.main.infoDictionary?["CFBundleShortVersionString"] as? String)
+    }
+
+    /// `26.1`, or `18.6.2` when there is a patch level.
+    public static func versionString(_ version: OperatingSystemVersion) -> String {
+        var text = "\(version.majorVersion).\(version.minorVersion)"
+        if version.patchVersion != 0 { text += ".\(version.patchVersion)" }
+        return text
+    }
+}

@@ -1,0 +1,40 @@
+#if canImport(UIKit)
+import UIKit
+
+// iOS only: reading the device and keyboard notifications. Nothing here is needed on Linux.
+
+extension TelemetryDevice {
+    /// This device: the machine identifier from `uname` (the simulated model's on the simulator),
+    /// the OS version, and the main bundle's identifier and short version.
+    public static func current() -> TelemetryDevice {
+        var info = utsname()
+        uname(&info)
+        let machine = withUnsafeBytes(of: &info.machine) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        let model = ProcessInfo.processInfo.environment["SIMULATOR_MODEL_IDENTIFIER"] ?? machine
+        let bundle = mainBundleApp()
+        return TelemetryDevice(model: model, os: versionString(ProcessInfo.processInfo.operatingSystemVersion),
+                               app: bundle.app, appVersion: bundle.version)
+    }
+}
+
+extension KeyboardSample {
+    /// Reads `keyboardFrameEndUserInfoKey`, `keyboardAnimationDurationUserInfoKey` and
+    /// `keyboardAnimationCurveUserInfoKey` from a keyboard notification; the caller adds what
+    /// only the app knows. Nil when the notification carries no end frame.
+    @MainActor
+    public init?(keyboardNotification notification: Notification, event: KeyboardEvent, language: String,
+                 orientation: KeyboardOrientation, keyboardType: KeyboardType = .default, accessoryHeight: Double = 0,
+                 safeAreaBottom: Double = 0, floating: Bool = false, hardwareKeyboard: Bool = false) {
+        guard let info = notification.userInfo,
+              let frame = (info[UIResponder.keyboardFrameEndUserInfoKey] as? NSValue)?.cgRectValue else { return nil }
+        let duration = (info[UIResponder.keyboardAnimationDurationUserInfoKey] as? NSNumber)?.doubleValue ?? 0
+        let curve = (info[UIResponder.keyboardAnimationCurveUserInfoKey] as? NSNumber)?.intValue ?? 0
+        self.init(event: event, height: Double(frame.height), accessoryHeight: accessoryHeight,
+                  safeAreaBottom: safeAreaBottom, duration: duration, curve: curve, language: language,
+                  orientation: orientation, keyboardType: keyboardType, floating: floating,
+                  hardwareKeyboard: hardwareKeyboard)
+    }
+}
+#endif

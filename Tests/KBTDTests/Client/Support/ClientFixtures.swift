@@ -1,0 +1,64 @@
+import Foundation
+import KBTDCompression
+import KBTDCore
+import KeyboardTelemetryClient
+
+/// Builders shared by the client tests.
+enum ClientFixtures {
+    static let device = TelemetryDevice(model: "iPhone17,1", os: "26.1", app: "com.example.chat", appVersion: "3.2.0")
+
+    /// A configuration for tests: a fresh storage directory, quiet logs, short timeouts and backoff.
+    static func configuration(port: Int, directory: URL = TestPaths.temporaryDirectory(),
+                              logger: TelemetryLogger = .silent) -> TelemetryConfiguration {
+        var configuration = TelemetryConfiguration(baseURL: URL(string: "http://127.0.0.1:\(port)")!,
+                                                   storageDirectory: directory)
+        configuration.logger = logger
+        configuration.backoffBase = 0.05
+        configuration.backoffMax = 0.4
+        configuration.requestTimeout = 10
+        configuration.maxBatchAge = 3600  // tests that want age-based sealing set it
+        return configuration
+    }
+
+    /// A docked show as an iPhone 16 Pro reports it in portrait with the QuickType bar.
+    static func show(_ index: Int = 0, language: String = "en-US", height: Double = 336, accessory: Double = 0,
+                     orientation: KeyboardOrientation = .portrait, curve: Int = 7) -> KeyboardSample {
+        KeyboardSample(event: index % 2 == 0 ? .show : .hide, height: height + accessory, accessoryHeight: accessory,
+                       safeAreaBottom: 34, duration: 0.25, curve: curve, language: language, orientation: orientation,
+                       timestamp: Date().addingTimeInterval(-Double(index)))
+    }
+
+    /// A daemon that also listens on a fixed port, so a client keeps its URL across restarts.
+    static func daemonOnFixedPort(environment: [String: String] = [:]) -> (TestDaemon, port: Int) {
+        let port = freePort()
+        return (TestDaemon(extraArguments: ["--listen", "127.0.0.1:\(port)"], environment: environment), port)
+    }
+
+    /// `kbtd stats`' total sample count.
+    static func storedSamples(_ daemon: TestDaemon) throws -> Int {
+        Int(try daemon.stats()["samples"]?.double ?? -1)
+    }
+
+    /// Polls `condition` every 20 ms until it holds or `seconds` pass.
+    static func eventually(_ seconds: Double = 20, _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        return try await condition()
+    }
+
+    /// The `batch_id` inside a gzip batch body.
+    static func batchID(ofGzipBody body: [UInt8]) -> String? {
+        guard let json = try? inflate(body), let document = try? JSONParser.parse(json) else { return nil }
+        return document["batch_id"]?.string
+    }
+
+    /// Inflates with the daemon's own strict inflater (a truncated or trailing-garbage stream throws).
+    static func inflate(_ gzip: [UInt8]) throws -> [UInt8] {
+        let inflater = StreamingInflater(coding: .gzip, maxOutput: 64 << 20)
+        try inflater.feed(gzip)
+        return try inflater.finish()
+    }
+}

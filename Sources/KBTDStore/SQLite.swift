@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// An SQLite failure: the result code, the library's message and what kbtd was doing.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {
@@ -23,14 +24,27 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
 
-    enum Mode { case readWrite, readOnly }
+    enum Mode {
+        case readWrite, readOnly
+        /// Read-only without the WAL index: for a file on a read-only file
+        /// system that no process is writing (SQLite's `immutable=1`).
+        case immutable
+    }
 
     init(path: String, mode: Mode) throws(SQLiteError) {
         var db: OpaquePointer?
-        let flags = mode == .readOnly
-            ? SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
-            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let status = sqlite3_open_v2(path, &db, flags, nil)
+        let flags: Int32
+        var name = path
+        switch mode {
+        case .readWrite: flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        case .readOnly: flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+        case .immutable:
+            flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+            let escaped = path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "?", with: "%3f")
+                .replacingOccurrences(of: "#", with: "%23")
+            name = "file:\(escaped)?immutable=1"
+        }
+        let status = sqlite3_open_v2(name, &db, flags, nil)
         guard status == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let db { sqlite3_close_v2(db) }

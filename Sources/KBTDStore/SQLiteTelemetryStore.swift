@@ -14,7 +14,17 @@ public final class SQLiteTelemetryStore: TelemetryStore {
     /// Opens (creating and migrating when read-write) the database at `path`.
     public init(path: String, access: Access = .readWrite) throws(SQLiteError) {
         self.path = path
-        db = try SQLiteConnection(path: path, mode: access == .readOnly ? .readOnly : .readWrite)
+        if access == .readOnly {
+            do {
+                db = try Self.openReadOnly(path, mode: .readOnly)
+            } catch {
+                // No WAL index to share and no way to create one (read-only file system,
+                // daemon stopped): read the file as it is.
+                db = try Self.openReadOnly(path, mode: .immutable)
+            }
+            return
+        }
+        db = try SQLiteConnection(path: path, mode: .readWrite)
         try db.execute("PRAGMA busy_timeout = 5000;")
         if access == .readWrite {
             // SQLite silently opens a file on a read-only file system read-only: refuse instead.
@@ -24,12 +34,21 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             }
             try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
             try migrate()
-        } else {
-            let version = try appliedVersion()
-            guard version > 0 else {
-                throw SQLiteError(code: SQLITE_NOTADB, message: "not a kbtd database (no schema)", context: "opening \(path)")
-            }
         }
+    }
+
+    /// Opens read-only and checks that the file holds a kbtd schema.
+    private static func openReadOnly(_ path: String, mode: SQLiteConnection.Mode) throws(SQLiteError) -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: path, mode: mode)
+        try connection.execute("PRAGMA busy_timeout = 5000;")
+        var version = 0
+        let statement = try connection.prepare(
+            "SELECT COALESCE((SELECT MAX(version) FROM schema_migrations), 0) WHERE EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'schema_migrations')")
+        try statement.forEachRow { version = Int($0.int(0)) }
+        guard version > 0 else {
+            throw SQLiteError(code: SQLITE_NOTADB, message: "not a kbtd database (no schema)", context: "opening \(path)")
+        }
+        return connection
     }
 
     // MARK: Migrations

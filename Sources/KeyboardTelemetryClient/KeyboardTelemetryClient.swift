@@ -120,7 +120,7 @@ public final class KeyboardTelemetryClient: Sendable {
         background.withLock { tasks in
             guard !tasks.started else { return }
             tasks.started = true
-            tasks.ageTimer = Task {
+            if maxAge.isFinite { tasks.ageTimer = Task {
                 while !Task.isCancelled {
                     let wait = recorder.withLock { $0.secondsUntilDue(maxAge: maxAge, now: clock.now()) } ?? maxAge
                     if wait > 0 {
@@ -131,7 +131,7 @@ public final class KeyboardTelemetryClient: Sendable {
                         if let due = recorder.secondsUntilDue(maxAge: maxAge, now: now), due <= 0 { recorder.seal(into: jobs) }
                     }
                 }
-            }
+            } }
             tasks.heights = Task { _ = await refresher.refresh(force: false) }
         }
         Task { await outbox.enable() }

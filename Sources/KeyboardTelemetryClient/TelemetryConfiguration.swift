@@ -12,7 +12,7 @@ public struct TelemetryConfiguration: Sendable {
 
     /// A batch is sealed when it holds this many samples (1...10,000; kbtd's limit is 10,000).
     public var maxBatchSamples = 100
-    /// ...or when its oldest sample has waited this long, in seconds.
+    /// ...or when its oldest sample has waited this long, in seconds (`.infinity`: only by count and `flush()`).
     public var maxBatchAge: TimeInterval = 30
 
     /// The on-disk queue keeps at most this many batches; past it the oldest are dropped (and counted).

@@ -16,7 +16,7 @@ enum ClientFixtures {
         configuration.backoffBase = 0.05
         configuration.backoffMax = 0.4
         configuration.requestTimeout = 10
-        configuration.maxBatchAge = 3600  // tests that want age-based sealing set it
+        configuration.maxBatchAge = .infinity  // no age timer; tests that want age-based sealing set it
         return configuration
     }
 

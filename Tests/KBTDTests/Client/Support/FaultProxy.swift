@@ -6,7 +6,8 @@ import Glibc
 /// A one-request-per-connection HTTP proxy on a raw socket in front of the
 /// real daemon, for the failures the daemon cannot be made to produce on cue:
 /// 503/429 with `Retry-After`, and connections dropped before or after the
-/// daemon saw the request. Requests past the script are forwarded untouched.
+/// daemon saw the request. The script applies to POSTs in order; everything
+/// else, and POSTs past the script, are forwarded untouched.
 final class FaultProxy: @unchecked Sendable {  // mutable state guarded by `lock`
     enum Action {
         /// Answer without asking the daemon.
@@ -67,8 +68,8 @@ final class FaultProxy: @unchecked Sendable {  // mutable state guarded by `lock
         close(listener)
     }
 
-    /// Every request the proxy received, in order.
-    var requests: [Seen] { lock.withLock { seen } }
+    /// Every `POST /v1/batches` the proxy received, in order.
+    var requests: [Seen] { lock.withLock { seen.filter { $0.method == "POST" } } }
 
     private func acceptLoop() {
         while true {
@@ -86,7 +87,8 @@ final class FaultProxy: @unchecked Sendable {  // mutable state guarded by `lock
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard var request = readRequest(fd) else { return }
-        let action: Action = lock.withLock { script.isEmpty ? .forward : script.removeFirst() }
+        // The script applies to batch uploads; height lookups always pass through.
+        let action: Action = request.method != "POST" ? .forward : lock.withLock { script.isEmpty ? .forward : script.removeFirst() }
         switch action {
         case .respond(let status, let headers):
             request.action = "respond \(status)"

@@ -1,0 +1,109 @@
+import Foundation
+import KeyboardTelemetryClient
+
+/// One simulated phone or iPad and the app on it: what stays the same across its sessions.
+struct FleetDevice: Sendable {
+    var index: Int
+    var model: String
+    var family: ModelFamily
+    var os: String
+    /// The keyboards the user switches between; the first is the one that shows first.
+    var languages: [String]
+    var usesEmoji: Bool
+    var predictiveBar: Bool
+    /// The app's inputAccessoryView height (0: none).
+    var accessoryHeight: Double
+    /// The app pre-warms the keyboard at launch.
+    var preWarms: Bool
+    /// iPad with a hardware keyboard attached; `shortcutBar` false when shortcuts are off (0 pt).
+    var hardwareKeyboard: Bool
+    var shortcutBar: Bool
+    /// Seconds the device clock is off by; beyond kbtd's window (30 days back, 1 day ahead) every sample is rejected.
+    var clockSkew: Double
+    var sessions: Int
+
+    var isPad: Bool { family.isPad }
+    /// Older hardware keeps the out-of-process keyboard waiting longer on a cold start.
+    var isOld: Bool { identifierMajor <= (isPad ? 7 : 11) }
+
+    var identifierMajor: Int {
+        Int(model.drop { !$0.isNumber }.prefix { $0.isNumber }) ?? 0
+    }
+
+    var telemetryDevice: TelemetryDevice {
+        TelemetryDevice(model: model, os: os, app: "com.example.chat", appVersion: "3.2.0")
+    }
+}
+
+/// Draws devices from the model tables: every choice comes from the device's
+/// own seeded stream, so device `i` of seed `s` is always the same device.
+struct FleetPlan: Sendable {
+    let families: [ModelFamily]
+    let seed: UInt64
+    /// Identifier -> family, with a popularity weight.
+    private let phones: [((String, ModelFamily), Double)]
+    private let pads: [((String, ModelFamily), Double)]
+
+    init(families: [ModelFamily], seed: UInt64) {
+        self.families = families
+        self.seed = seed
+        // Newer phones are more common; iPads are weighted evenly.
+        let popularity: [Int: Double] = [10: 2, 11: 3, 12: 5, 13: 7, 14: 9, 15: 9, 16: 9, 17: 8, 18: 6]
+        var phones: [((String, ModelFamily), Double)] = []
+        var pads: [((String, ModelFamily), Double)] = []
+        for family in families {
+            for identifier in family.identifiers {
+                let major = Int(identifier.drop { !$0.isNumber }.prefix { $0.isNumber }) ?? 0
+                if family.isPad { pads.append(((identifier, family), 1)) } else { phones.append(((identifier, family), popularity[major] ?? 3)) }
+            }
+        }
+        self.phones = phones
+        self.pads = pads
+    }
+
+    /// Keyboard languages by share of devices (CJK languages carry a candidate bar).
+    static let languages: [(String, Double)] = [
+        ("en-US", 34), ("en-GB", 6), ("de-DE", 6), ("fr-FR", 5), ("es-ES", 5), ("pt-BR", 5), ("it-IT", 2), ("ru-RU", 4),
+        ("ja-JP", 9), ("zh-Hans", 8), ("zh-Hant", 2), ("ko-KR", 4), ("ar", 2), ("hi", 2), ("tr-TR", 2), ("nl-NL", 2),
+        ("pl-PL", 2),
+    ]
+
+    func device(_ index: Int) -> FleetDevice {
+        var random = SplitMix64(seed: seed, stream: UInt64(index))
+        let isPad = !pads.isEmpty && random.chance(0.12)
+        let (model, family) = random.pick(isPad || phones.isEmpty ? pads : phones)
+        let major = Int(model.drop { !$0.isNumber }.prefix { $0.isNumber }) ?? 0
+        let os = random.pick(Self.osVersions(isPad: isPad, major: major))
+        var languages = [random.pick(Self.languages)]
+        if !languages[0].hasPrefix("en"), random.chance(0.4) { languages.append("en-US") }
+        let skew: Double = random.pick([
+            (random.uniform(-3...3), 92),  // NTP-synchronised
+            (random.uniform(-1800...1800), 6),  // minutes off
+            (random.uniform(-36_000...36_000), 1.5),  // hours off (a manual time zone change)
+            // Far off: every sample lands at least a day outside kbtd's window (sessions are up to 3 days old),
+            // so the same seed is rejected the same way whenever it runs.
+            (random.chance(0.5) ? random.uniform(5 * 86_400...9 * 86_400) : -random.uniform(31 * 86_400...60 * 86_400), 0.5),
+        ])
+        let hardware = isPad && random.chance(0.3)
+        return FleetDevice(
+            index: index, model: model, family: family, os: os, languages: languages, usesEmoji: random.chance(0.7),
+            predictiveBar: random.chance(0.85), accessoryHeight: random.pick([(0, 60), (44, 25), (52, 15)]),
+            preWarms: random.chance(0.3), hardwareKeyboard: hardware, shortcutBar: random.chance(0.7), clockSkew: skew,
+            sessions: 1 + min(Int(random.logNormal(median: 2.5, sigma: 0.7)), 11))
+    }
+
+    /// What a model can run: old phones stop at iOS 16, the newest start at 26.
+    static func osVersions(isPad: Bool, major: Int) -> [(String, Double)] {
+        if isPad {
+            if major <= 7 { return [("17.7.10", 0.6), ("16.7.12", 0.4)] }
+            if major <= 12 { return [("18.6.2", 0.5), ("26.1", 0.4), ("26.0.1", 0.1)] }
+            return [("26.1", 0.6), ("18.6.2", 0.3), ("26.0.1", 0.1)]
+        }
+        switch major {
+        case ...10: return [("16.7.12", 0.6), ("16.7.10", 0.4)]
+        case 11: return [("18.6.2", 0.6), ("18.5", 0.3), ("17.7.2", 0.1)]
+        case 12...17: return [("26.1", 0.4), ("26.0.1", 0.15), ("18.6.2", 0.35), ("18.5", 0.1)]
+        default: return [("26.1", 0.7), ("26.0.1", 0.2), ("26.2", 0.1)]
+        }
+    }
+}

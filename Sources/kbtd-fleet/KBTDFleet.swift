@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import KeyboardTelemetryClient
+
+/// `kbtd-fleet`: simulates a fleet of iPhones and iPads running an app that
+/// embeds KeyboardTelemetryClient, and sends what they record to kbtd.
+@main
+struct KBTDFleet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kbtd-fleet",
+        abstract: "Simulate devices that measure their keyboards and send the measurements to kbtd.",
+        discussion: """
+        Devices are drawn from the published keyboard-height tables (--data, else ../shared/data): \
+        the model mix, OS versions, keyboard languages including CJK and emoji, orientations, predictive \
+        bar on and off, accessory views, iPad hardware keyboards, cold starts with and without pre-warming, \
+        clock skew and a few broken samples. The same --seed simulates the same fleet. The last line of \
+        the summary is `acknowledged SAMPLES samples in BATCHES batches`: what kbtd answered 202 for.
+        """)
+
+    @Option(help: "kbtd's base URL.")
+    var url = "http://127.0.0.1:8420"
+
+    @Option(help: "How many devices to simulate.")
+    var devices = 100
+
+    @Option(help: "Seed of the simulation: the same seed, the same fleet.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Batch uploads per second across the fleet (default: unlimited).")
+    var rate: Double?
+
+    @Option(help: "Devices simulated at the same time (and HTTP connections).")
+    var concurrency = 16
+
+    @Option(help: "Directory with iphone-keyboard-heights.csv and ipad-keyboard-heights.csv.")
+    var data: String?
+
+    @Option(help: "Give up on undelivered batches after this many seconds.")
+    var timeout: Double = 600
+
+    func validate() throws {
+        guard devices >= 1 else { throw ValidationError("--devices must be at least 1") }
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+        if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be a positive number of batches per second") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        guard let parsed = URL(string: url), parsed.scheme == "http" || parsed.scheme == "https", parsed.host != nil else {
+            throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8420")
+        }
+    }
+
+    func run() async throws {
+        let dataDirectory = try KeyboardTable.locate(explicit: data)
+        let families = try KeyboardTable.load(from: dataDirectory)
+        let baseURL = URL(string: url)!
+        var transport: any TelemetryTransport = URLSessionTransport(maxConnectionsPerHost: concurrency)
+        try await checkReachable(baseURL, transport: transport)
+        if let rate { transport = PacedTransport(transport, batchesPerSecond: rate) }
+
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("kbtd-fleet-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let started = Date()
+        let runner = FleetRunner(plan: FleetPlan(families: families, seed: seed), deviceCount: devices, baseURL: baseURL,
+                                 concurrency: concurrency, transport: transport, scratch: scratch,
+                                 deadline: started.addingTimeInterval(timeout), now: started)
+        print("kbtd-fleet: \(devices) devices, seed \(seed), \(families.count) model families from \(dataDirectory.path), sending to \(url)")
+        let progress = ProgressLine.run(total: devices, started: started) { runner.progress.withLock { $0 } }
+        let totals = await runner.run()
+        progress?.cancel()
+        _ = await progress?.value
+        ProgressLine.clear()
+        print(totals.summary(elapsed: Date().timeIntervalSince(started)))
+        if totals.undeliveredDevices > 0 {
+            FileHandle.standardError.write(Data("kbtd-fleet: \(totals.undeliveredDevices) devices still had batches queued after --timeout \(timeout) s\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    /// Fails fast, naming the URL, when nothing answers there.
+    private func checkReachable(_ baseURL: URL, transport: any TelemetryTransport) async throws {
+        do {
+            _ = try await transport.send(TransportRequest(method: "GET", url: baseURL.appendingPathComponent("healthz"), timeout: 10))
+        } catch {
+            FileHandle.standardError.write(Data("kbtd-fleet: cannot reach kbtd at \(url): \(error.localizedDescription)\n".utf8))
+            throw ExitCode(69)  // EX_UNAVAILABLE
+        }
+    }
+}

@@ -60,6 +60,8 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
+        // libFuzzer target over inflate + decode + validate + aggregate (scripts/fuzz); replays a corpus otherwise.
+        .executableTarget(name: "kbtd-fuzz", dependencies: ["KBTDCore", "KBTDCompression"], swiftSettings: strict),
         .testTarget(name: "KBTDTests", dependencies: [
             "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDServer", "CZlib",
         ], exclude: ["Fixtures"], swiftSettings: strict),

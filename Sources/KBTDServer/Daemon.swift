@@ -8,6 +8,7 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import Synchronization
+import UnixSignals
 
 /// The long-running daemon: opens the store, loads the index, starts the
 /// writer, serves every listener (bound here or inherited from systemd) until
@@ -87,7 +88,8 @@ public struct Daemon: Sendable {
         }
         if let reload {
             let settings = self.settings, logLevel = self.logLevel
-            services.append(.init(service: ReloadOnHangup(load: reload, apply: { new in
+            let hangups = await UnixSignalsSequence(trapping: .sighup)
+            services.append(.init(service: ReloadOnHangup(hangups: hangups, load: reload, apply: { new in
                 Self.apply(new, to: settings, heights: heights, writer: writer, logLevel: logLevel, logger: logger)
                 rateLimiter.update(new.limits)
                 connections.setMaximum(new.limits.maxConnections)

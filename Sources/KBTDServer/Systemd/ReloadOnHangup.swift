@@ -6,12 +6,14 @@ import UnixSignals
 /// running; a bad file leaves the running configuration in place and the log
 /// names the key at fault. Connections are never dropped.
 struct ReloadOnHangup: Service {
+    /// Created before the listeners start, so a SIGHUP right after READY never
+    /// meets the default action (terminate).
+    let hangups: UnixSignalsSequence
     let load: @Sendable () throws -> ServerSettings
     let apply: @Sendable (ServerSettings) -> Void
     let logger: Logger
 
     func run() async throws {
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
         for await _ in hangups.cancelOnGracefulShutdown() {
             do {
                 let settings = try load()

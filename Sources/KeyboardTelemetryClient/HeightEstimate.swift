@@ -14,8 +14,10 @@ public struct KeyboardHeightEstimate: Sendable, Equatable {
     /// The system keyboard's height in points, without any input accessory view
     /// (add yours), with the bottom safe area as the keyboard frame reports it.
     public var height: Double
+    /// Which level of the chain answered.
     public var source: Source
 
+    /// An estimate of `height` points from `source`.
     public init(height: Double, source: Source) {
         self.height = height
         self.source = source

@@ -38,10 +38,13 @@ public enum KeyboardType: String, Sendable, Codable, CaseIterable {
 public struct KeyboardSample: Sendable, Equatable, Codable {
     /// When the notification arrived (sent as Unix seconds).
     public var timestamp: Date
+    /// The notification: show, hide or change.
     public var event: KeyboardEvent
     /// `UITextInputMode.primaryLanguage` (`en-US`, `ja-JP`, `emoji`, `dictation`); `und` when unknown.
     public var language: String
+    /// The interface orientation at the time.
     public var orientation: KeyboardOrientation
+    /// The first responder's `keyboardType`.
     public var keyboardType: KeyboardType
     /// `keyboardFrameEndUserInfoKey`'s height in points: includes the input
     /// accessory view and, on Face ID phones, the bottom safe area.
@@ -63,6 +66,7 @@ public struct KeyboardSample: Sendable, Equatable, Codable {
     /// A hardware keyboard is attached (only the shortcut bar shows).
     public var hardwareKeyboard: Bool
 
+    /// A sample with the defaults a keyboard notification usually carries (0.25 s, curve 7, now).
     public init(event: KeyboardEvent, height: Double, accessoryHeight: Double = 0, safeAreaBottom: Double = 0,
                 duration: Double = 0.25, curve: Int = 7, language: String, orientation: KeyboardOrientation,
                 keyboardType: KeyboardType = .default, coldStartMs: Double? = nil, preloaded: Bool? = nil,

@@ -11,6 +11,7 @@ import Foundation
 public final class KeyboardTelemetryClient: Sendable {
     /// The device every batch reports.
     public let device: TelemetryDevice
+    /// The settings the client was created with.
     public let configuration: TelemetryConfiguration
 
     private let clock: any TelemetryClock
@@ -67,6 +68,9 @@ public final class KeyboardTelemetryClient: Sendable {
             tasks.ageTimer?.cancel()
             tasks.heights?.cancel()
         }
+        // Without this, a backoff loop would outlive the client. Queued batches stay on disk.
+        let outbox = outbox
+        Task { await outbox.stop() }
     }
 
     // MARK: Recording
@@ -144,8 +148,8 @@ public final class KeyboardTelemetryClient: Sendable {
         await barrier()
     }
 
-    /// Waits until every queued batch has been delivered or dropped. False when `timeout`
-    /// (seconds of real time) passes first or the client was shut down with batches left.
+    /// Waits until every queued batch has been delivered or dropped (delivery runs after `start()`).
+    /// False when `timeout` (seconds of real time) passes first or the client was shut down with batches left.
     public func waitForDelivery(timeout: TimeInterval) async -> Bool {
         await barrier()
         return await outbox.waitUntilEmpty(timeout: timeout)

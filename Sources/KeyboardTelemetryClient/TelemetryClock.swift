@@ -13,10 +13,13 @@ public protocol TelemetryClock: Sendable {
 
 /// The real clock: `Date()` and `Task.sleep`.
 public struct SystemClock: TelemetryClock {
+    /// The system clock.
     public init() {}
 
+    /// `Date()`.
     public func now() -> Date { Date() }
 
+    /// `Task.sleep`; throws `CancellationError` when cancelled.
     public func sleep(for seconds: TimeInterval) async throws {
         guard seconds > 0 else { return try Task.checkCancellation() }
         try await Task.sleep(nanoseconds: UInt64(min(seconds, 1e9) * 1e9))

@@ -43,6 +43,7 @@ public struct TelemetryConfiguration: Sendable {
     /// Where log messages go.
     public var logger: TelemetryLogger = .standardError
 
+    /// The defaults, for kbtd at `baseURL`, keeping state in `storageDirectory`.
     public init(baseURL: URL, storageDirectory: URL) {
         self.baseURL = baseURL
         self.storageDirectory = storageDirectory

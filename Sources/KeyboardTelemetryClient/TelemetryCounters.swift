@@ -39,6 +39,7 @@ public struct TelemetryCounters: Sendable, Equatable, CustomStringConvertible {
     /// `GET /v1/heights` failed (network error or unexpected status).
     public var heightsFailed = 0
 
+    /// All zero.
     public init() {}
 
     public var description: String {

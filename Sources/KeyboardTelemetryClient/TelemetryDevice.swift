@@ -11,6 +11,7 @@ public struct TelemetryDevice: Sendable, Equatable, Codable {
     /// `CFBundleShortVersionString` (optional).
     public var appVersion: String?
 
+    /// A device as kbtd's `device` object describes it.
     public init(model: String, os: String, app: String? = nil, appVersion: String? = nil) {
         self.model = model
         self.os = os

@@ -4,6 +4,7 @@ import Foundation
 public enum TelemetryLogLevel: Int, Sendable, Comparable, CustomStringConvertible {
     case debug, info, warning, error
 
+    /// Orders levels from `debug` to `error`.
     public static func < (a: TelemetryLogLevel, b: TelemetryLogLevel) -> Bool { a.rawValue < b.rawValue }
 
     public var description: String {
@@ -22,8 +23,10 @@ public enum TelemetryLogLevel: Int, Sendable, Comparable, CustomStringConvertibl
 public struct TelemetryLogger: Sendable {
     /// Receives every message at or above `minimumLevel`.
     public var handler: @Sendable (TelemetryLogLevel, String) -> Void
+    /// Messages below this level are not built at all.
     public var minimumLevel: TelemetryLogLevel
 
+    /// A logger that hands messages at or above `minimumLevel` to `handler`.
     public init(minimumLevel: TelemetryLogLevel = .warning,
                 handler: @escaping @Sendable (TelemetryLogLevel, String) -> Void) {
         self.minimumLevel = minimumLevel

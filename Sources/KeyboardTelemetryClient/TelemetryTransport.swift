@@ -2,14 +2,18 @@ import Foundation
 
 /// One HTTP request the client wants sent.
 public struct TransportRequest: Sendable {
+    /// `GET` or `POST`.
     public var method: String
+    /// The full URL, query included.
     public var url: URL
     /// Header names as the client writes them (`Content-Encoding`, `If-None-Match`, ...).
     public var headers: [String: String]
+    /// The bytes to send (the gzip batch for a `POST`).
     public var body: Data?
     /// Seconds before the attempt counts as failed.
     public var timeout: TimeInterval
 
+    /// A request; `timeout` in seconds.
     public init(method: String, url: URL, headers: [String: String] = [:], body: Data? = nil, timeout: TimeInterval = 30) {
         self.method = method
         self.url = url
@@ -21,11 +25,14 @@ public struct TransportRequest: Sendable {
 
 /// One HTTP response: the status, the headers (looked up case-insensitively) and the body.
 public struct TransportResponse: Sendable {
+    /// The HTTP status code.
     public var status: Int
     /// Header names lower-cased.
     public var headers: [String: String]
+    /// The response body.
     public var body: Data
 
+    /// A response; header names are lower-cased.
     public init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
         self.status = status
         self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })

@@ -26,6 +26,7 @@ public final class URLSessionTransport: TelemetryTransport, @unchecked Sendable 
 
     deinit { session.finishTasksAndInvalidate() }
 
+    /// Sends `request`; throws when no HTTP answer arrives (connection refused or dropped, timeout, cancellation).
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalCacheData,
                                     timeoutInterval: request.timeout)

@@ -36,7 +36,8 @@ public struct ColdStartCountKey: Hashable, Sendable {
     }
 }
 
-public struct SafeAreaCountKey: Hashable, Sendable {
+/// One height bin (half points) of one key: safe-area counts and estimator votes.
+public struct SeriesBin: Hashable, Sendable {
     public var series: SeriesKey
     public var halfPoints: Int
 
@@ -55,7 +56,12 @@ public struct AggregateDelta: Sendable, Equatable {
     public var heights: [HeightCountKey: Int64] = [:]
     public var animations: [AnimationCountKey: Int64] = [:]
     public var coldStarts: [ColdStartCountKey: Int64] = [:]
-    public var safeAreas: [SafeAreaCountKey: Int64] = [:]
+    public var safeAreas: [SeriesBin: Int64] = [:]
+    /// Docked height counts as the estimator weighs them (see `SourcePolicy`):
+    /// equal to the docked `heights` for trusted sources, capped per source otherwise.
+    public var votes: [SeriesBin: Int64] = [:]
+    /// Which sources reported each key (`SourceID.trusted` for trusted peers).
+    public var sources: [SeriesKey: Set<SourceID>] = [:]
 
     public init() {}
 
@@ -81,10 +87,12 @@ public struct AggregateDelta: Sendable, Equatable {
                                      bin: AnimationBin(duration: sample.duration, curve: sample.curve)), default: 0] += 1
         if sample.event != .hide {
             let placement = sample.placement
-            heights[HeightCountKey(series: series, placement: placement,
-                                   halfPoints: HeightBin.halfPoints(sample.systemHeight)), default: 0] += 1
+            let bin = HeightBin.halfPoints(sample.systemHeight)
+            heights[HeightCountKey(series: series, placement: placement, halfPoints: bin), default: 0] += 1
             if placement == .docked {
-                safeAreas[SafeAreaCountKey(series: series, halfPoints: HeightBin.halfPoints(sample.safeAreaBottom)), default: 0] += 1
+                votes[SeriesBin(series: series, halfPoints: bin), default: 0] += 1
+                sources[series, default: []].insert(.trusted)
+                safeAreas[SeriesBin(series: series, halfPoints: HeightBin.halfPoints(sample.safeAreaBottom)), default: 0] += 1
             }
         }
         if let coldStart = sample.coldStartMs {
@@ -99,6 +107,8 @@ public struct AggregateDelta: Sendable, Equatable {
         animations.merge(other.animations, uniquingKeysWith: +)
         coldStarts.merge(other.coldStarts, uniquingKeysWith: +)
         safeAreas.merge(other.safeAreas, uniquingKeysWith: +)
+        votes.merge(other.votes, uniquingKeysWith: +)
+        sources.merge(other.sources) { $0.union($1) }
     }
 
     public var isEmpty: Bool {
@@ -107,6 +117,6 @@ public struct AggregateDelta: Sendable, Equatable {
 
     /// How many rows this delta touches: a measure of its weight in the write queue.
     public var rowCount: Int {
-        heights.count + animations.count + coldStarts.count + safeAreas.count
+        heights.count + animations.count + coldStarts.count + safeAreas.count + votes.count + sources.count
     }
 }

@@ -42,6 +42,8 @@ public struct HeightEstimate: Sendable, Equatable {
 public struct EstimatorSettings: Sendable, Equatable {
     /// Docked samples a level needs before it may answer.
     public var minSamples: Int64 = 20
+    /// Distinct sources (client networks) a level needs, unless a trusted peer reported it.
+    public var minSources = 3
     public var defaultPortraitHeight: Double = 335
     public var defaultLandscapeHeight: Double = 209
     public var defaultDuration: Double = 0.25
@@ -96,8 +98,8 @@ public struct HeightEstimator: Sendable {
     }
 
     private func answer(_ stats: LevelStats, basis: EstimateBasis, fallback: LevelStats?, shift: Int = 0) -> HeightEstimate? {
-        guard stats.heights.total >= settings.minSamples, let mode = stats.heights.mode,
-              let p10 = stats.heights.percentile(0.10), let p90 = stats.heights.percentile(0.90) else { return nil }
+        guard supports(stats), let mode = stats.votes.mode,
+              let p10 = stats.votes.percentile(0.10), let p90 = stats.votes.percentile(0.90) else { return nil }
         let animation = stats.animationMode ?? fallback?.animationMode
         let safeArea = stats.safeAreas.mode ?? fallback?.safeAreas.mode ?? 0
         return HeightEstimate(
@@ -109,6 +111,12 @@ public struct HeightEstimator: Sendable {
             p90: HeightBin.points(p90 + shift),
             animationDuration: animation.map { Double($0.durationMs) / 1000 } ?? settings.defaultDuration,
             animationCurve: animation?.curve ?? settings.defaultCurve)
+    }
+
+    /// Whether a level may answer: enough docked samples, from enough sources.
+    /// Heights are the mode of the votes, so no single source outweighs the rest.
+    func supports(_ stats: LevelStats) -> Bool {
+        stats.heights.total >= settings.minSamples && stats.hasSources(settings.minSources) && stats.votes.total > 0
     }
 
     /// Level 3: the model's own height for its best-supported language, plus the
@@ -123,10 +131,10 @@ public struct HeightEstimator: Sendable {
         let candidates = keys
             .filter { $0.orientation == query.orientation && $0.keyboardType == query.keyboardType && $0.language != query.language }
             .compactMap { key -> (ModelLanguageKey, LevelStats)? in
-                guard let stats = index.byModelLanguage[key], stats.heights.total >= settings.minSamples else { return nil }
+                guard let stats = index.byModelLanguage[key], supports(stats) else { return nil }
                 return (key, stats)
             }
-            .sorted { ($0.1.heights.total, $1.0.language) > ($1.1.heights.total, $0.0.language) }
+            .sorted { ($0.1.votes.total, $1.0.language) > ($1.1.votes.total, $0.0.language) }
 
         for (reference, referenceStats) in candidates {
             var differences: [Int] = []
@@ -135,9 +143,9 @@ public struct HeightEstimator: Sendable {
                                              orientation: query.orientation, keyboardType: query.keyboardType)
                 let base = ModelLanguageKey(model: other, language: reference.language,
                                             orientation: query.orientation, keyboardType: query.keyboardType)
-                guard let askedStats = index.byModelLanguage[asked], askedStats.heights.total >= settings.minSamples,
-                      let baseStats = index.byModelLanguage[base], baseStats.heights.total >= settings.minSamples,
-                      let askedMode = askedStats.heights.mode, let baseMode = baseStats.heights.mode else { continue }
+                guard let askedStats = index.byModelLanguage[asked], supports(askedStats),
+                      let baseStats = index.byModelLanguage[base], supports(baseStats),
+                      let askedMode = askedStats.votes.mode, let baseMode = baseStats.votes.mode else { continue }
                 differences.append(askedMode - baseMode)
             }
             guard !differences.isEmpty else { continue }

@@ -33,8 +33,13 @@ public struct LanguageKey: Hashable, Sendable {
 
 /// What one level of the fallback chain knows about one key.
 public struct LevelStats: Sendable, Equatable {
-    /// Docked system heights (accessory removed), in half points.
+    /// Docked system heights (accessory removed), in half points: every sample.
     public var heights = CountHistogram()
+    /// The same bins as the estimator weighs them (capped per untrusted source).
+    public var votes = CountHistogram()
+    /// Sources that reported docked heights here, at most `LevelStats.sourceLimit` kept.
+    public var sources: Set<SourceID> = []
+    static let sourceLimit = 8
     /// Docked bottom safe areas, in half points.
     public var safeAreas = CountHistogram()
     /// Animation of `show` events.
@@ -44,8 +49,22 @@ public struct LevelStats: Sendable, Equatable {
 
     mutating func merge(_ other: LevelStats) {
         heights.merge(other.heights)
+        votes.merge(other.votes)
+        addSources(other.sources)
         safeAreas.merge(other.safeAreas)
         showAnimations.merge(other.showAnimations, uniquingKeysWith: +)
+    }
+
+    mutating func addSources(_ new: Set<SourceID>) {
+        guard sources.count < Self.sourceLimit || (new.contains(.trusted) && !sources.contains(.trusted)) else { return }
+        for source in new.sorted() where sources.count < Self.sourceLimit || source == .trusted {
+            sources.insert(source)
+        }
+    }
+
+    /// Whether enough independent sources stand behind this level.
+    func hasSources(_ minimum: Int) -> Bool {
+        sources.contains(.trusted) || sources.count >= minimum
     }
 
     /// The most frequent (duration, curve); ties go to the shorter duration then lower curve.
@@ -80,6 +99,12 @@ public struct HeightIndex: Sendable {
         }
         for (key, count) in delta.safeAreas {
             touched[key.series, default: LevelStats()].safeAreas.add(key.halfPoints, count)
+        }
+        for (key, count) in delta.votes {
+            touched[key.series, default: LevelStats()].votes.add(key.halfPoints, count)
+        }
+        for (series, sources) in delta.sources {
+            touched[series, default: LevelStats()].addSources(sources)
         }
         for (key, count) in delta.animations where key.event == .show {
             touched[key.series, default: LevelStats()].showAnimations[key.bin, default: 0] += count

@@ -98,7 +98,7 @@ extension HeightEstimator {
         let defaults: [(String, JSONOutput)] = Orientation.allCases.map { orientation in
             let modelStats = index.byModel[ModelKey(model: model, orientation: orientation, keyboardType: "default")]
             let fallback: HeightEstimate
-            if let stats = modelStats, stats.heights.total >= settings.minSamples {
+            if let stats = modelStats, supports(stats) {
                 fallback = estimate(HeightQuery(model: model, language: "", osMajor: nil, orientation: orientation), in: index)
             } else {
                 fallback = defaultEstimate(orientation, modelStats: modelStats)

@@ -60,7 +60,9 @@ public struct Daemon: Sendable {
         router.add(middleware: LogRequestsMiddleware(.debug))
         let rateLimiter = ClientRateLimiter(limits: initial.limits)
         let connections = ConnectionLimiter(maximum: initial.limits.maxConnections)
-        let ingest = IngestHandler(writer: writer, settings: settings, metrics: metrics, rateLimiter: rateLimiter)
+        let sourceWeights = SourceWeights(maxVotesPerSource: initial.maxVotesPerSource)
+        let ingest = IngestHandler(writer: writer, settings: settings, metrics: metrics, rateLimiter: rateLimiter,
+                                   sourceWeights: sourceWeights)
         let heightHandlers = HeightHandlers(heights: heights, settings: settings, metrics: metrics)
         let operations = OperationsHandlers(writer: writer, settings: settings, metrics: metrics, databasePath: initial.database)
         router.post("/v1/batches", use: ingest.handle)
@@ -92,6 +94,7 @@ public struct Daemon: Sendable {
             services.append(.init(service: ReloadOnHangup(hangups: hangups, load: reload, apply: { new in
                 Self.apply(new, to: settings, heights: heights, writer: writer, logLevel: logLevel, logger: logger)
                 rateLimiter.update(new.limits)
+                sourceWeights.update(maxVotesPerSource: new.maxVotesPerSource)
                 connections.setMaximum(new.limits.maxConnections)
             }, logger: logger), successTerminationBehavior: .ignore))
         }

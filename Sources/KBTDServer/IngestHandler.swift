@@ -12,6 +12,7 @@ struct IngestHandler: Sendable {
     let settings: SettingsBox
     let metrics: ServerMetrics
     let rateLimiter: ClientRateLimiter
+    let sourceWeights: SourceWeights
 
     func handle(_ request: Request, context: KBTDRequestContext) async -> Response {
         let response = await ingest(request, context: context)
@@ -87,7 +88,9 @@ struct IngestHandler: Sendable {
 
         let outcome: WriteOutcome
         do {
-            outcome = try await writer.submit(PendingBatch(batch, receivedAt: Int64(now)))
+            var pending = PendingBatch(batch, receivedAt: Int64(now))
+            sourceWeights.weigh(&pending.delta, context: context, trusted: current.trustedPeers, now: now)
+            outcome = try await writer.submit(pending)
         } catch {
             metrics.batch("unavailable")
             return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "\(error)",

@@ -12,6 +12,12 @@ public struct KBTDRequestContext: RequestContext, RemoteAddressRequestContext {
         remoteAddress = source.channel.remoteAddress
     }
 
+    /// True for the Unix socket.
+    public var isUnixPeer: Bool {
+        if case .unixDomainSocket? = remoteAddress { return true }
+        return false
+    }
+
     /// True for the Unix socket and loopback peers.
     public var isLocalPeer: Bool {
         switch remoteAddress {

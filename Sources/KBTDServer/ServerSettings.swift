@@ -23,6 +23,17 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
+/// Which peers are trusted: their batches are not capped per source and
+/// satisfy `min_sources` alone (the operator's own tools: kbtd-fleet, relays).
+public enum TrustedPeers: String, Sendable, Equatable, CaseIterable {
+    /// The Unix socket and loopback.
+    case local
+    /// Only the Unix socket.
+    case unix
+    /// Nobody.
+    case none
+}
+
 /// Everything `kbtd serve` can be told, with the defaults DESIGN.md gives.
 /// The command line layers flags, `KBTD_*` variables and the config file over these.
 public struct ServerSettings: Sendable, Equatable {
@@ -38,6 +49,10 @@ public struct ServerSettings: Sendable, Equatable {
     public var logLevel: Logger.Level = .info
     /// Lets `/metrics` and `/v1/stats` answer non-local peers that send it as a bearer token.
     public var adminToken: String?
+    /// Peers whose batches count in full for the estimator (see `SourcePolicy`).
+    public var trustedPeers: TrustedPeers = .local
+    /// Votes one untrusted source may add per key and height bin per day.
+    public var maxVotesPerSource = 5
     /// When not empty, `POST /v1/batches` needs `Authorization: Bearer` one of these (else 401).
     public var ingestTokens: [String] = []
 

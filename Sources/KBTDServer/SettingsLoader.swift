@@ -23,6 +23,7 @@ public enum SettingsLoader {
         "write_queue_capacity", "max_batches_per_commit", "retry_after_seconds", "idle_timeout_seconds",
         "header_timeout_seconds", "body_timeout_seconds", "max_connections",
         "rate_limit_per_second", "rate_limit_burst", "rate_limit_local_peers",
+        "trusted_peers", "max_votes_per_source", "min_sources",
         "min_samples", "default_height_portrait", "default_height_landscape",
         "cache_max_age_seconds", "batch_retention_days",
     ]
@@ -137,6 +138,14 @@ public enum SettingsLoader {
             default: throw bad("rate_limit_local_peers", "must be true or false")
             }
         }
+        if let value = values["trusted_peers"] {
+            guard let parsed = TrustedPeers(rawValue: value.text.lowercased()) else {
+                throw bad("trusted_peers", "must be local, unix or none")
+            }
+            settings.trustedPeers = parsed
+        }
+        if let v = try int("max_votes_per_source", 1...1_000_000) { settings.maxVotesPerSource = v }
+        if let v = try int("min_sources", 1...8) { settings.estimator.minSources = v }
         if let tokens = values["ingest_tokens"] {
             settings.ingestTokens = tokens.text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty }

@@ -123,6 +123,19 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         ON CONFLICT DO UPDATE SET count = count + excluded.count
         """
 
+    private static let upsertHeightVotes = """
+        INSERT INTO height_votes(model, os_major, language, orientation, keyboard_type, height_bin, votes)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
+        """
+    /// Remembers up to 8 sources per key: enough to tell one source from several.
+    private static let insertKeySource = """
+        INSERT OR IGNORE INTO key_sources(model, os_major, language, orientation, keyboard_type, source)
+        SELECT ?1, ?2, ?3, ?4, ?5, ?6
+        WHERE (SELECT COUNT(*) FROM key_sources WHERE model = ?1 AND os_major = ?2 AND language = ?3
+               AND orientation = ?4 AND keyboard_type = ?5) < 8
+        """
+
     private static func keyValues(_ key: SeriesKey) -> [SQLiteValue] {
         [.text(key.model), .int(Int64(key.osMajor)), .text(key.language), .text(key.orientation.rawValue), .text(key.keyboardType)]
     }
@@ -171,6 +184,16 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         for (key, count) in delta.safeAreas {
             try safeAreas.run(Self.keyValues(key.series) + [.double(HeightBin.points(key.halfPoints)), .int(count)])
         }
+        let votes = try statement(Self.upsertHeightVotes)
+        for (key, count) in delta.votes {
+            try votes.run(Self.keyValues(key.series) + [.double(HeightBin.points(key.halfPoints)), .int(count)])
+        }
+        let sources = try statement(Self.insertKeySource)
+        for (series, ids) in delta.sources {
+            for id in ids {
+                try sources.run(Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
+            }
+        }
     }
 
     public func loadCounts() throws -> AggregateDelta {
@@ -201,7 +224,15 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         }
         try statement("SELECT \(keyColumns), safe_area_bin, count FROM safe_area_counts").forEachRow { row in
             guard let key = series(row) else { return }
-            delta.safeAreas[SafeAreaCountKey(series: key, halfPoints: HeightBin.halfPoints(row.double(5))), default: 0] += row.int(6)
+            delta.safeAreas[SeriesBin(series: key, halfPoints: HeightBin.halfPoints(row.double(5))), default: 0] += row.int(6)
+        }
+        try statement("SELECT \(keyColumns), height_bin, votes FROM height_votes").forEachRow { row in
+            guard let key = series(row) else { return }
+            delta.votes[SeriesBin(series: key, halfPoints: HeightBin.halfPoints(row.double(5))), default: 0] += row.int(6)
+        }
+        try statement("SELECT \(keyColumns), source FROM key_sources").forEachRow { row in
+            guard let key = series(row) else { return }
+            delta.sources[key, default: []].insert(SourceID(UInt64(bitPattern: row.int(5))))
         }
         return delta
     }

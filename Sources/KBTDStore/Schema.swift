@@ -69,6 +69,34 @@ enum Schema {
                 PRIMARY KEY (model, os_major, language, orientation, keyboard_type, safe_area_bin)
             ) WITHOUT ROWID;
             """),
+        Migration(version: 2, name: "estimator votes and key sources (poisoning defence)", sql: """
+            CREATE TABLE height_votes (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                height_bin    REAL NOT NULL,
+                votes         INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, height_bin)
+            ) WITHOUT ROWID;
+            INSERT INTO height_votes
+                SELECT model, os_major, language, orientation, keyboard_type, height_bin, count
+                FROM height_counts WHERE placement = 'docked';
+
+            CREATE TABLE key_sources (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                source        INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, source)
+            ) WITHOUT ROWID;
+            INSERT INTO key_sources
+                SELECT DISTINCT model, os_major, language, orientation, keyboard_type, 0
+                FROM height_counts WHERE placement = 'docked';
+            """),
     ]
 
     static var latestVersion: Int { migrations.last!.version }

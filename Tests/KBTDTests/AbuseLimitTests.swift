@@ -60,7 +60,7 @@ struct AbuseLimitTests {
         let extra = try daemon.connection()
         #expect(extra.isClosedByPeer(within: 5))
         // Closing one makes room again.
-        _ = held.first.map { close($0.fd) }
+        held.first?.shutdownBothWays()
         usleep(200_000)
         #expect(try daemon.get("/healthz").status == 200)
     }

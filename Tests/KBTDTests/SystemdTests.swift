@@ -81,12 +81,12 @@ struct SystemdTests {
         let database = directory.appendingPathComponent("kbtd.sqlite").path
         let port = freePort()
         let activator = Process()
-        activator.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        activator.arguments = ["systemd-socket-activate", "-l", "127.0.0.1:\(port)", "--fdname=http",
-                               TestPaths.kbtdBinary, "serve", "--database", database, "--listen", "127.0.0.1:1"]
         let log = directory.appendingPathComponent("activate.log").path
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        activator.standardError = FileHandle(forWritingAtPath: log)
+        activator.executableURL = URL(fileURLWithPath: "/bin/sh")
+        activator.arguments = ["-c", "exec systemd-socket-activate \"$@\" 2>\"$ACTIVATE_LOG\"", "sh",
+                               "-l", "127.0.0.1:\(port)", "--fdname=http",
+                               TestPaths.kbtdBinary, "serve", "--database", database, "--listen", "127.0.0.1:1"]
+        activator.environment = ProcessInfo.processInfo.environment.merging(["ACTIVATE_LOG": log]) { $1 }
         try activator.run()
         defer { if activator.isRunning { kill(activator.processIdentifier, SIGKILL) } }
         let deadline = Date().addingTimeInterval(10)

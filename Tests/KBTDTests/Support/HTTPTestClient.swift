@@ -67,6 +67,12 @@ final class HTTPTestConnection {
 
     deinit { close(fd) }
 
+    /// Ends the connection without giving the fd number back: only `deinit`
+    /// closes the fd, so no other thread's new socket can be closed by mistake.
+    func shutdownBothWays() {
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
     func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {

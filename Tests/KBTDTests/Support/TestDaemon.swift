@@ -91,15 +91,16 @@ final class TestDaemon: @unchecked Sendable {
         if !FileManager.default.fileExists(atPath: logPath) {
             _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         }
-        let log = FileHandle(forWritingAtPath: logPath)!
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestPaths.kbtdBinary)
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--unix", unixSocket, "--database", database] + extraArguments
+        // The shell opens the log: the test process holds no file handle whose
+        // lifetime (and close) could race with sockets opened on other threads.
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec \"$0\" \"$@\" >>\"$KBTD_TEST_LOG\" 2>&1", TestPaths.kbtdBinary,
+                             "serve", "--listen", "127.0.0.1:0", "--unix", unixSocket, "--database", database] + extraArguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KBTD_") }
         env.merge(environment) { $1 }
+        env["KBTD_TEST_LOG"] = logPath
         process.environment = env
-        process.standardError = log
-        process.standardOutput = log
         process.currentDirectoryURL = directory
         try process.run()
         self.process = process

@@ -84,7 +84,7 @@ struct ClientHeightsTests {
         configuration.defaultPortraitHeight = 330
         let client = try KeyboardTelemetryClient(device: Self.device, configuration: configuration, transport: transport)
         client.start()  // begins GET /v1/heights, which will hang
-        #expect(await ClientFixtures.eventually(10) { transport.requestsStarted == 1 })
+        #expect(await ClientFixtures.eventually(60) { transport.requestsStarted == 1 })
 
         let started = Date()
         var answers: [KeyboardHeightEstimate] = []

@@ -16,7 +16,7 @@ struct ClientQueueTests {
         let first = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration)
         first.start()
         for i in 0..<25 { first.record(ClientFixtures.show(i)) }
-        #expect(await ClientFixtures.eventually(10) { first.counters.failedAttempts >= 1 })
+        #expect(await ClientFixtures.eventually(60) { first.counters.failedAttempts >= 1 })
         await first.shutdown()
         #expect(first.counters.batchesQueued == 3, "shutdown seals and persists the pending samples")
         #expect(first.counters.batchesAcknowledged == 0)
@@ -28,7 +28,7 @@ struct ClientQueueTests {
         let second = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration)
         #expect(await second.queuedBatchCount() == 3)
         second.start()
-        #expect(await second.waitForDelivery(timeout: 20))
+        #expect(await second.waitForDelivery(timeout: 120))
         #expect(second.counters.batchesAcknowledged == 3 && second.counters.samplesAccepted == 25)
         #expect(try ClientFixtures.storedSamples(daemon) == 25)
         await second.shutdown()
@@ -51,7 +51,7 @@ struct ClientQueueTests {
             for i in 0..<k { client.record(ClientFixtures.show(i)) }
             await client.flush()
             if k == 1 {
-                #expect(await ClientFixtures.eventually(10) { client.counters.failedAttempts == 1 })
+                #expect(await ClientFixtures.eventually(60) { client.counters.failedAttempts == 1 })
             }
         }
         #expect(await client.queuedBatchCount() == 3)
@@ -61,7 +61,7 @@ struct ClientQueueTests {
 
         try daemon.start()
         clock.advance(by: 10)
-        #expect(await client.waitForDelivery(timeout: 20))
+        #expect(await client.waitForDelivery(timeout: 120))
         #expect(client.counters.batchesAcknowledged == 3)
         #expect(try ClientFixtures.storedSamples(daemon) == 3 + 4 + 5, "batches 3, 4 and 5: the newest")
         await client.shutdown()

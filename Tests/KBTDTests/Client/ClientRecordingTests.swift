@@ -51,7 +51,7 @@ struct ClientRecordingTests {
         client.record(KeyboardSample(event: .hide, height: 398, safeAreaBottom: 20, language: "zh-Hans", orientation: .landscape))
         client.record(KeyboardSample(event: .show, height: 398, safeAreaBottom: 20, language: "zh-Hans", orientation: .landscape))
         await client.flush()
-        #expect(await client.waitForDelivery(timeout: 20))
+        #expect(await client.waitForDelivery(timeout: 120))
         #expect(client.counters.samplesAccepted == 3 && client.counters.samplesRejected == 0)
 
         let stats = try daemon.stats()

@@ -23,23 +23,36 @@ struct FleetRunTests {
         }
     }
 
-    static func fleet(_ arguments: [String]) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                   stderr: String(decoding: stderr, as: UTF8.self))
+    /// Runs `kbtd-fleet` on a thread of its own: waiting for a subprocess must not hold one of the
+    /// cooperative threads the clients of other tests need.
+    static func fleet(_ arguments: [String]) async throws -> Run {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: binary)
+                process.arguments = arguments
+                let out = Pipe(), err = Pipe()
+                process.standardOutput = out
+                process.standardError = err
+                do {
+                    try process.run()
+                } catch {
+                    continuation.resume(throwing: error)
+                    return
+                }
+                // stderr is small; read stdout to its end first, then stderr.
+                let stdout = out.fileHandleForReading.readDataToEndOfFile()
+                let stderr = err.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                                                   stderr: String(decoding: stderr, as: UTF8.self)))
+            }
+            thread.start()
+        }
     }
 
-    static func run(against daemon: TestDaemon, devices: Int, seed: Int) throws -> Run {
-        try fleet(["--url", "http://127.0.0.1:\(daemon.port)", "--devices", "\(devices)", "--seed", "\(seed)",
+    static func run(against daemon: TestDaemon, devices: Int, seed: Int) async throws -> Run {
+        try await fleet(["--url", "http://127.0.0.1:\(daemon.port)", "--devices", "\(devices)", "--seed", "\(seed)",
                    "--data", TestPaths.fixtures.path])
     }
 
@@ -50,9 +63,9 @@ struct FleetRunTests {
         return line?.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) }
     }
 
-    @Test func acknowledgedTotalsEqualWhatKbtdStored() throws {
+    @Test func acknowledgedTotalsEqualWhatKbtdStored() async throws {
         let daemon = try TestDaemon().start()
-        let run = try Self.run(against: daemon, devices: 40, seed: 42)
+        let run = try await Self.run(against: daemon, devices: 40, seed: 42)
         #expect(run.status == 0, "\(run.stderr)")
         let acknowledged = try #require(run.acknowledged, "last line: \(run.lastLine)")
         #expect(!run.stdout.contains("\r"), "no progress line when stdout is not a terminal")
@@ -77,11 +90,11 @@ struct FleetRunTests {
         })
     }
 
-    @Test func theSameSeedSimulatesTheSameFleet() throws {
+    @Test func theSameSeedSimulatesTheSameFleet() async throws {
         let first = try TestDaemon().start(), second = try TestDaemon().start(), third = try TestDaemon().start()
-        let a = try Self.run(against: first, devices: 15, seed: 7)
-        let b = try Self.run(against: second, devices: 15, seed: 7)
-        let c = try Self.run(against: third, devices: 15, seed: 8)
+        let a = try await Self.run(against: first, devices: 15, seed: 7)
+        let b = try await Self.run(against: second, devices: 15, seed: 7)
+        let c = try await Self.run(against: third, devices: 15, seed: 8)
         #expect(a.status == 0 && b.status == 0 && c.status == 0, "\(a.stderr)\(b.stderr)\(c.stderr)")
         #expect(a.lastLine == b.lastLine && a.acknowledged != nil)
         // Batch ids are fresh per batch, so the second fleet was stored, not answered as duplicates.
@@ -91,12 +104,12 @@ struct FleetRunTests {
         #expect(statsA["stats"] != statsC["stats"], "another seed, another fleet")
     }
 
-    @Test func badUsageAndAnUnreachableDaemonFailClearly() throws {
-        let usage = try Self.fleet(["--devices", "0"])
+    @Test func badUsageAndAnUnreachableDaemonFailClearly() async throws {
+        let usage = try await Self.fleet(["--devices", "0"])
         #expect(usage.status == 64 && usage.stderr.contains("--devices"))
-        let unreachable = try Self.fleet(["--url", "http://127.0.0.1:\(freePort())", "--devices", "1", "--data", TestPaths.fixtures.path])
+        let unreachable = try await Self.fleet(["--url", "http://127.0.0.1:\(freePort())", "--devices", "1", "--data", TestPaths.fixtures.path])
         #expect(unreachable.status == 69 && unreachable.stderr.contains("cannot reach kbtd"))
-        let noData = try Self.fleet(["--data", "/nonexistent", "--devices", "1"])
+        let noData = try await Self.fleet(["--data", "/nonexistent", "--devices", "1"])
         #expect(noData.status != 0 && noData.stderr.contains("--data /nonexistent"))
     }
 }

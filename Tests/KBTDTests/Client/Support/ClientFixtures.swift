@@ -39,8 +39,10 @@ enum ClientFixtures {
         Int(try daemon.stats()["samples"]?.double ?? -1)
     }
 
-    /// Polls `condition` every 20 ms until it holds or `seconds` pass.
-    static func eventually(_ seconds: Double = 20, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    /// Polls `condition` every 20 ms until it holds or `seconds` pass. Timeouts are generous on purpose:
+    /// in the full suite, synchronous tests can hold both cooperative threads of a 2-core CI machine for
+    /// tens of seconds, and the client's background tasks wait with them. Passing runs return at once.
+    static func eventually(_ seconds: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if try await condition() { return true }

@@ -7,10 +7,12 @@ import Testing
 @Suite("KeyboardTelemetryClient delivery against the live daemon")
 struct ClientDeliveryTests {
     @Test func sealsByCountAndOnDemandAndKbtdStoresWhatWasRecorded() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try TestDaemon().start()
         let clock = ManualClock()
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device,
-                                                 configuration: ClientFixtures.configuration(port: daemon.port), clock: clock)
+                                                 configuration: ClientFixtures.configuration(port: daemon.port, directory: directory), clock: clock)
         client.start()
         // The first show after launch: the app asked for the keyboard 412.5 ms earlier, without pre-warming.
         client.keyboardRequested(preloaded: false)
@@ -42,9 +44,11 @@ struct ClientDeliveryTests {
     }
 
     @Test func sealsByAgeOnTheInjectedClock() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try TestDaemon().start()
         let clock = ManualClock()
-        var configuration = ClientFixtures.configuration(port: daemon.port)
+        var configuration = ClientFixtures.configuration(port: daemon.port, directory: directory)
         configuration.maxBatchAge = 30
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration, clock: clock)
         client.start()
@@ -63,9 +67,11 @@ struct ClientDeliveryTests {
     }
 
     @Test func everySampleCountedOnceAcrossKillNineAndRestart() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let (daemon, port) = ClientFixtures.daemonOnFixedPort()
         try daemon.start()
-        var configuration = ClientFixtures.configuration(port: port)
+        var configuration = ClientFixtures.configuration(port: port, directory: directory)
         configuration.maxBatchSamples = 20
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration)
         client.start()
@@ -92,12 +98,14 @@ struct ClientDeliveryTests {
     }
 
     @Test func finalBadRequestIsDroppedCountedAndLogged() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try TestDaemon().start()
         let logs = LogRecorder()
         // A model with a space breaks the batch-level rules: kbtd answers 400 for the whole batch.
         let device = TelemetryDevice(model: "iPhone 17", os: "26.1")
         let client = try KeyboardTelemetryClient(
-            device: device, configuration: ClientFixtures.configuration(port: daemon.port, logger: logs.logger))
+            device: device, configuration: ClientFixtures.configuration(port: daemon.port, directory: directory, logger: logs.logger))
         client.start()
         for i in 0..<7 { client.record(ClientFixtures.show(i)) }
         await client.flush()

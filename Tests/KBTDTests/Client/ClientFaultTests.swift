@@ -8,6 +8,8 @@ import Testing
 @Suite("KeyboardTelemetryClient retries: Retry-After, dropped connections, backoff")
 struct ClientFaultTests {
     @Test func honoursRetryAfterOn503And429AndKeepsTheBatchID() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try TestDaemon().start()
         let proxy = try FaultProxy(upstreamPort: daemon.port, script: [
             .respond(status: 503, headers: [("Retry-After", "3")]),
@@ -16,7 +18,7 @@ struct ClientFaultTests {
         defer { proxy.stop() }
         let clock = ScaledClock(scale: 0.02)
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device,
-                                                 configuration: ClientFixtures.configuration(port: proxy.port), clock: clock)
+                                                 configuration: ClientFixtures.configuration(port: proxy.port, directory: directory), clock: clock)
         client.start()
         for i in 0..<12 { client.record(ClientFixtures.show(i)) }
         await client.flush()
@@ -43,6 +45,8 @@ struct ClientFaultTests {
     }
 
     @Test func retryAfterAsAnHTTPDate() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try TestDaemon().start()
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -54,7 +58,7 @@ struct ClientFaultTests {
         defer { proxy.stop() }
         let clock = ScaledClock(scale: 0.002)
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device,
-                                                 configuration: ClientFixtures.configuration(port: proxy.port), clock: clock)
+                                                 configuration: ClientFixtures.configuration(port: proxy.port, directory: directory), clock: clock)
         client.start()
         client.record(ClientFixtures.show())
         await client.flush()
@@ -68,6 +72,8 @@ struct ClientFaultTests {
     }
 
     @Test func droppedConnectionsDeliverEverySampleExactlyOnce() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try TestDaemon().start()
         // Batch 1: the connection drops before kbtd sees it, then after kbtd stored it (the answer is lost).
         // Batch 2: dropped after kbtd stored it. Everything after that is forwarded.
@@ -75,7 +81,7 @@ struct ClientFaultTests {
             .dropBeforeForwarding, .dropAfterForwarding, .forward, .dropAfterForwarding,
         ])
         defer { proxy.stop() }
-        var configuration = ClientFixtures.configuration(port: proxy.port)
+        var configuration = ClientFixtures.configuration(port: proxy.port, directory: directory)
         configuration.maxBatchSamples = 10
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration)
         client.start()
@@ -102,10 +108,12 @@ struct ClientFaultTests {
     }
 
     @Test func backoffGrowsExponentiallyWithJitterUpToItsCap() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         // Nothing listens on this port: every attempt is refused.
         let port = freePort()
         let clock = ScaledClock(scale: 0.001)
-        var configuration = ClientFixtures.configuration(port: port)
+        var configuration = ClientFixtures.configuration(port: port, directory: directory)
         configuration.backoffBase = 2
         configuration.backoffMax = 60
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration, clock: clock)

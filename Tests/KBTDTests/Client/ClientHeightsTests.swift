@@ -77,9 +77,11 @@ struct ClientHeightsTests {
     }
 
     @Test func estimatedHeightAnswersWhileTheServerHangs() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let blackHole = try BlackHoleListener()
         let transport = RecordingTransport()
-        var configuration = ClientFixtures.configuration(port: blackHole.port)
+        var configuration = ClientFixtures.configuration(port: blackHole.port, directory: directory)
         configuration.requestTimeout = 30
         configuration.defaultPortraitHeight = 330
         let client = try KeyboardTelemetryClient(device: Self.device, configuration: configuration, transport: transport)
@@ -102,9 +104,11 @@ struct ClientHeightsTests {
     }
 
     @Test func aFailedFetchKeepsTheDefaultAndWaitsBeforeTryingAgain() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let transport = RecordingTransport()
         let clock = ManualClock()
-        let client = try KeyboardTelemetryClient(device: Self.device, configuration: ClientFixtures.configuration(port: freePort()),
+        let client = try KeyboardTelemetryClient(device: Self.device, configuration: ClientFixtures.configuration(port: freePort(), directory: directory),
                                                  transport: transport, clock: clock)
         guard case .failed = await client.refreshHeights() else {
             Issue.record("a refused connection must fail the refresh")

@@ -35,10 +35,12 @@ struct ClientQueueTests {
     }
 
     @Test func pastTheCapTheOldestBatchesAreDroppedAndCounted() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let (daemon, port) = ClientFixtures.daemonOnFixedPort()
         // The manual clock holds the client in its first backoff until the test moves it.
         let clock = ManualClock()
-        var configuration = ClientFixtures.configuration(port: port)
+        var configuration = ClientFixtures.configuration(port: port, directory: directory)
         configuration.maxQueuedBatches = 3
         configuration.backoffBase = 10
         configuration.backoffMax = 10
@@ -68,9 +70,11 @@ struct ClientQueueTests {
     }
 
     @Test func theByteCapAlsoDropsOldestFirst() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let port = freePort()  // nothing listens: batches stay queued
         let clock = ManualClock()
-        var configuration = ClientFixtures.configuration(port: port)
+        var configuration = ClientFixtures.configuration(port: port, directory: directory)
         configuration.maxQueuedBytes = 2_000
         configuration.backoffBase = 100
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration, clock: clock)
@@ -82,10 +86,10 @@ struct ClientQueueTests {
         let counters = client.counters
         #expect(queued >= 1 && queued < 6)
         #expect(counters.batchesEvicted == 6 - queued && counters.samplesEvicted == 40 * (6 - queued))
-        let directory = configuration.storageDirectory.appendingPathComponent("queue")
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        let queueDirectory = directory.appendingPathComponent("queue")
+        let names = try FileManager.default.contentsOfDirectory(atPath: queueDirectory.path).sorted()
         let bytes = names.reduce(0) { total, name in
-            total + ((try? directory.appendingPathComponent(name).resourceValues(forKeys: [.fileSizeKey]))?.fileSize ?? 0)
+            total + ((try? queueDirectory.appendingPathComponent(name).resourceValues(forKeys: [.fileSizeKey]))?.fileSize ?? 0)
         }
         #expect(bytes <= 2_000)
         // Files are named by sequence number: the survivors are the newest batches.

@@ -26,8 +26,10 @@ struct ClientRecordingTests {
     }
 
     @Test func nonFiniteSamplesAreDiscardedAndCounted() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device,
-                                                 configuration: ClientFixtures.configuration(port: freePort()))
+                                                 configuration: ClientFixtures.configuration(port: freePort(), directory: directory))
         client.record(KeyboardSample(event: .show, height: .nan, language: "en-US", orientation: .portrait))
         client.record(KeyboardSample(event: .show, height: 336, duration: .infinity, language: "en-US", orientation: .portrait))
         client.record(ClientFixtures.show())
@@ -37,11 +39,13 @@ struct ClientRecordingTests {
     }
 
     @Test func preWarmedFirstShowAndEscapedStringsReachKbtd() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try TestDaemon().start()
         let clock = ManualClock()
         // Quotes, a newline and non-ASCII in the app fields must survive the hand-written JSON.
         let device = TelemetryDevice(model: "iPad14,3", os: "18.6.2", app: "com.example.\"chat\"\n", appVersion: "3.2 ☃")
-        let client = try KeyboardTelemetryClient(device: device, configuration: ClientFixtures.configuration(port: daemon.port),
+        let client = try KeyboardTelemetryClient(device: device, configuration: ClientFixtures.configuration(port: daemon.port, directory: directory),
                                                  clock: clock)
         client.start()
         client.keyboardRequested(preloaded: true)

@@ -7,9 +7,9 @@ import KeyboardTelemetryClient
 enum ClientFixtures {
     static let device = TelemetryDevice(model: "iPhone17,1", os: "26.1", app: "com.example.chat", appVersion: "3.2.0")
 
-    /// A configuration for tests: a fresh storage directory, quiet logs, short timeouts and backoff.
-    static func configuration(port: Int, directory: URL = TestPaths.temporaryDirectory(),
-                              logger: TelemetryLogger = .silent) -> TelemetryConfiguration {
+    /// A configuration for tests: quiet logs, short timeouts and backoff, state in `directory`
+    /// (a `TestPaths.temporaryDirectory()` the test removes).
+    static func configuration(port: Int, directory: URL, logger: TelemetryLogger = .silent) -> TelemetryConfiguration {
         var configuration = TelemetryConfiguration(baseURL: URL(string: "http://127.0.0.1:\(port)")!,
                                                    storageDirectory: directory)
         configuration.logger = logger

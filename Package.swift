@@ -8,10 +8,13 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "kbtd",
-    platforms: [.macOS(.v15)],
+    // The client library (URLSession async API, actors) needs iOS 15; the daemon is for Linux.
+    platforms: [.macOS(.v15), .iOS(.v15)],
     products: [
         .executable(name: "kbtd", targets: ["kbtd"]),
         .library(name: "KBTDCore", targets: ["KBTDCore"]),
+        .library(name: "KeyboardTelemetryClient", targets: ["KeyboardTelemetryClient"]),
+        .executable(name: "kbtd-fleet", targets: ["kbtd-fleet"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
@@ -60,10 +63,22 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
+        // The library an iOS app embeds: Foundation and zlib only (no UIKit, no SwiftNIO).
+        .target(name: "KeyboardTelemetryClient", dependencies: ["CZlib"], swiftSettings: strict),
+        // Fleet simulator built on the client library.
+        .executableTarget(name: "kbtd-fleet", dependencies: [
+            "KeyboardTelemetryClient",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], swiftSettings: strict),
         // libFuzzer target over inflate + decode + validate + aggregate (scripts/fuzz); replays a corpus otherwise.
         .executableTarget(name: "kbtd-fuzz", dependencies: ["KBTDCore", "KBTDCompression"], swiftSettings: strict),
+        // Load generator and in-process references for Benchmarks/run.
+        .executableTarget(name: "kbtd-bench", dependencies: [
+            "KBTDCore", "KBTDCompression",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], swiftSettings: strict),
         .testTarget(name: "KBTDTests", dependencies: [
-            "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDServer", "CZlib",
+            "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
         ], exclude: ["Fixtures"], swiftSettings: strict),
     ]
 )

@@ -41,9 +41,10 @@ struct CrashConsistencyTests {
             let delay = UInt32(20_000 + generator.next() % 250_000)
             let acks = ConcurrentResults<Int>()
             let duplicates = ConcurrentResults<Int>()
+            let victim = try #require(daemon.process?.processIdentifier)
             let killer = Thread {
                 usleep(delay)
-                daemon.signal(SIGKILL)
+                kill(victim, SIGKILL)  // this round's daemon, never a later one
             }
             killer.start()
             let jobs = work.map(\.body) + resent.map(\.body)
@@ -56,7 +57,9 @@ struct CrashConsistencyTests {
                     if response.status == 202 && i >= workCount { acks.append(-1) }  // a re-sent acknowledged batch stored twice
                 }
             }
-            _ = daemon.waitForExit()
+            let exitStatus = daemon.waitForExit()
+            #expect(exitStatus == SIGKILL, "round \(round): the daemon ended on its own (status \(exitStatus))\n\(daemon.log_())")
+            while killer.isExecuting { usleep(1_000) }
             #expect(!acks.values.contains(-1), "round \(round): an acknowledged batch was stored again")
             let acked = Set(acks.values)
             let duplicateSet = Set(duplicates.values)

@@ -1,0 +1,159 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import KBTDCompression
+import KBTDCore
+import Synchronization
+
+/// `kbtd-bench`: reproducible measurements of kbtd (see Benchmarks/run and BENCHMARKS.md).
+@main
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kbtd-bench",
+        abstract: "Load generator and in-process references for kbtd's benchmarks.",
+        subcommands: [Decode.self, Ingest.self, Keys.self])
+}
+
+/// The in-process reference: only inflating, decoding and validating (and
+/// reducing to counts) the same gzip batches on one core.
+struct Decode: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "In-process inflate + decode + validate, one core.")
+    @Option var batches = 2_000
+    @Option var seed: UInt64 = 1
+
+    func run() throws {
+        var workload = Workload(seed: seed)
+        let now = Date().timeIntervalSince1970
+        let bodies = (0..<batches).map { _ in Workload.gzip(workload.batchJSON(now: now)) }
+        let validator = BatchValidator()
+        var samples = 0
+        let start = ContinuousClock.now
+        for body in bodies {
+            let inflater = StreamingInflater(coding: .gzip, maxOutput: 8 << 20)
+            try inflater.feed(body)
+            let batch = try validator.validate(json: try inflater.finish(), now: now)
+            samples += AggregateDelta(batch: batch).animations.values.reduce(0) { $0 + Int($1) }
+        }
+        let seconds = (ContinuousClock.now - start) / .seconds(1)
+        print(String(format: "decode: %d batches, %d samples in %.3f s: %.0f samples/s (one core)",
+                     batches, samples, seconds, Double(samples) / seconds))
+    }
+}
+
+/// Drives `POST /v1/batches` over keep-alive connections with distinct batches.
+struct Ingest: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "End-to-end ingest: 202s after commit, samples/s and ack latency.")
+    @Option var port: Int
+    @Option var connections = 16
+    @Option(help: "Batches to pre-generate (each 100 samples); the run stops when they are used up.") var batches = 20_000
+    @Option(help: "Seconds to run at most.") var seconds = 10.0
+    @Option(help: "Batches per second in all (0: as fast as possible).") var rate = 0.0
+    @Option(help: "The daemon's pid, to report its CPU use.") var pid: Int32?
+    @Option var seed: UInt64 = 2
+
+    func run() throws {
+        var workload = Workload(seed: seed)
+        let now = Date().timeIntervalSince1970
+        let requests = (0..<batches).map { _ in Workload.request(gzipBody: Workload.gzip(workload.batchJSON(now: now))) }
+        let next = Atomic<Int>(0)
+        let latencies = Mutex<[Double]>([])
+        let statuses = Mutex<[Int: Int]>([:])
+        let failures = Atomic<Int>(0)
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        let interval = rate > 0 ? Double(connections) / rate : 0
+        let cpuBefore = processCPUSeconds()
+        let daemonBefore = pid.flatMap(processCPUSeconds(pid:))
+        let start = ContinuousClock.now
+        let (port, connections) = (self.port, self.connections)
+        DispatchQueue.concurrentPerform(iterations: connections) { worker in
+            guard let connection = try? BenchConnection(host: "127.0.0.1", port: port) else {
+                failures.add(1, ordering: .relaxed)
+                return
+            }
+            var mine: [Double] = []
+            var counts: [Int: Int] = [:]
+            var scheduled = ContinuousClock.now + .milliseconds(Int64(Double(worker) * interval * 1000 / Double(connections)))
+            while ContinuousClock.now < deadline {
+                let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard index < requests.count else { break }
+                if interval > 0 {
+                    if scheduled > ContinuousClock.now { Thread.sleep(forTimeInterval: (scheduled - ContinuousClock.now) / .seconds(1)) }
+                    scheduled = scheduled + .milliseconds(Int64(interval * 1000))
+                }
+                let sent = ContinuousClock.now
+                guard let status = try? connection.roundTrip(requests[index]) else {
+                    failures.add(1, ordering: .relaxed)
+                    break
+                }
+                mine.append((ContinuousClock.now - sent) / .milliseconds(1))
+                counts[status, default: 0] += 1
+            }
+            latencies.withLock { $0.append(contentsOf: mine) }
+            statuses.withLock { all in for (status, count) in counts { all[status, default: 0] += count } }
+        }
+        let elapsed = (ContinuousClock.now - start) / .seconds(1)
+        let sorted = latencies.withLock { $0 }.sorted()
+        let accepted = statuses.withLock { $0[202] ?? 0 }
+        let generatorCPU = processCPUSeconds() - cpuBefore
+        var daemonCPU: Double?
+        if let before = daemonBefore, let after = pid.flatMap(processCPUSeconds(pid:)) { daemonCPU = after - before }
+        print(String(format: "ingest: %d connections, %.1f s, %d batches acknowledged (202) = %.0f batches/s, %.0f samples/s",
+                     connections, elapsed, accepted, Double(accepted) / elapsed, Double(accepted * 100) / elapsed))
+        print(String(format: "ingest: ack latency p50 %.2f ms, p99 %.2f ms, max %.2f ms; statuses %@; connection failures %d",
+                     percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? .nan,
+                     statuses.withLock { $0 }.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "),
+                     failures.load(ordering: .relaxed)))
+        print(String(format: "ingest: generator CPU %.2f s (%.0f%% of one core)%@", generatorCPU, 100 * generatorCPU / elapsed,
+                     daemonCPU.map { String(format: ", daemon CPU %.2f s (%.0f%% of one core)", $0, 100 * $0 / elapsed) } ?? ""))
+    }
+}
+
+/// Fills the daemon with distinct keys, then reports its RSS and the latency
+/// of `GET /v1/height` for keys picked at random.
+struct Keys: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "RSS and height-query latency after N distinct keys.")
+    @Option var port: Int
+    @Option var count = 100_000
+    @Option var pid: Int32
+    @Option var queries = 2_000
+
+    func run() throws {
+        var workload = Workload(seed: 3)
+        let now = Date().timeIntervalSince1970
+        let connection = try BenchConnection(host: "127.0.0.1", port: port)
+        // One batch is one device (model, OS); each of its samples names another
+        // language, so every sample opens a key: 100 keys per model, as a real
+        // model has tens to hundreds of (language, orientation, type) keys.
+        let perBatch = 100
+        let batchCount = (count + perBatch - 1) / perBatch
+        for batch in 0..<batchCount {
+            let keys = min(perBatch, count - batch * perBatch)
+            let samples: [JSONOutput] = (0..<keys).map { i in
+                .object([("t", .double(now)), ("event", .string("show")), ("language", .string("l\(i)")),
+                         ("orientation", .string("portrait")), ("height", .double(336)),
+                         ("duration", .double(0.25)), ("curve", .int(7))])
+            }
+            let document = JSONOutput.object([
+                ("batch_id", .string(workload.uuid())),
+                ("device", .object([("model", .string("Bench\(batch)")), ("os", .string("26.1"))])),
+                ("samples", .array(samples)),
+            ])
+            let status = try connection.roundTrip(Workload.request(gzipBody: Workload.gzip(Array(document.serialized().utf8))))
+            guard status == 202 else { throw BenchError("filling keys: status \(status)") }
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        let rss = residentMiB(pid: pid) ?? .nan
+        var times: [Double] = []
+        for _ in 0..<queries {
+            let model = "Bench\(Int(workload.next() % UInt64(batchCount)))"
+            let language = "l\(Int(workload.next() % UInt64(min(perBatch, count))))"
+            let request = Array("GET /v1/height?model=\(model)&language=\(language)&os=26.1 HTTP/1.1\r\nHost: bench\r\n\r\n".utf8)
+            let start = ContinuousClock.now
+            _ = try connection.roundTrip(request)
+            times.append((ContinuousClock.now - start) / .microseconds(1))
+        }
+        times.sort()
+        print(String(format: "keys: %d distinct keys, daemon RSS %.1f MiB, GET /v1/height p50 %.0f µs, p99 %.0f µs (%d queries, one connection)",
+                     count, rss, percentile(times, 0.5), percentile(times, 0.99), queries))
+    }
+}

@@ -31,6 +31,12 @@ public struct LanguageKey: Hashable, Sendable {
     public var keyboardType: String
 }
 
+/// How often one (duration, curve) animated a show.
+public struct AnimationCount: Sendable, Equatable {
+    public var bin: AnimationBin
+    public var count: Int64
+}
+
 /// What one level of the fallback chain knows about one key.
 public struct LevelStats: Sendable, Equatable {
     /// Docked system heights (accessory removed), in half points: every sample.
@@ -38,12 +44,12 @@ public struct LevelStats: Sendable, Equatable {
     /// The same bins as the estimator weighs them (capped per untrusted source).
     public var votes = CountHistogram()
     /// Sources that reported docked heights here, at most `LevelStats.sourceLimit` kept.
-    public var sources: Set<SourceID> = []
+    public private(set) var sources: [SourceID] = []
     static let sourceLimit = 8
     /// Docked bottom safe areas, in half points.
     public var safeAreas = CountHistogram()
     /// Animation of `show` events.
-    public var showAnimations: [AnimationBin: Int64] = [:]
+    public private(set) var showAnimations: [AnimationCount] = []
 
     public init() {}
 
@@ -52,13 +58,22 @@ public struct LevelStats: Sendable, Equatable {
         votes.merge(other.votes)
         addSources(other.sources)
         safeAreas.merge(other.safeAreas)
-        showAnimations.merge(other.showAnimations, uniquingKeysWith: +)
+        for entry in other.showAnimations { addShowAnimation(entry.bin, entry.count) }
     }
 
     mutating func addSources(_ new: Set<SourceID>) {
-        guard sources.count < Self.sourceLimit || (new.contains(.trusted) && !sources.contains(.trusted)) else { return }
-        for source in new.sorted() where sources.count < Self.sourceLimit || source == .trusted {
-            sources.insert(source)
+        for source in new.sorted() where !sources.contains(source) {
+            if sources.count < Self.sourceLimit || source == .trusted { sources.append(source) }
+        }
+    }
+
+    mutating func addSources(_ new: [SourceID]) { addSources(Set(new)) }
+
+    mutating func addShowAnimation(_ bin: AnimationBin, _ count: Int64) {
+        if let index = showAnimations.firstIndex(where: { $0.bin == bin }) {
+            showAnimations[index].count += count
+        } else {
+            showAnimations.append(AnimationCount(bin: bin, count: count))
         }
     }
 
@@ -70,8 +85,8 @@ public struct LevelStats: Sendable, Equatable {
     /// The most frequent (duration, curve); ties go to the shorter duration then lower curve.
     var animationMode: AnimationBin? {
         showAnimations.max { a, b in
-            (a.value, -a.key.durationMs, -a.key.curve) < (b.value, -b.key.durationMs, -b.key.curve)
-        }?.key
+            (a.count, -a.bin.durationMs, -a.bin.curve) < (b.count, -b.bin.durationMs, -b.bin.curve)
+        }?.bin
     }
 }
 
@@ -107,7 +122,7 @@ public struct HeightIndex: Sendable {
             touched[series, default: LevelStats()].addSources(sources)
         }
         for (key, count) in delta.animations where key.event == .show {
-            touched[key.series, default: LevelStats()].showAnimations[key.bin, default: 0] += count
+            touched[key.series, default: LevelStats()].addShowAnimation(key.bin, count)
         }
         for (series, stats) in touched {
             bySeries[series, default: LevelStats()].merge(stats)

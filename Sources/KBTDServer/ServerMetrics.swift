@@ -1,4 +1,5 @@
 import Prometheus
+import Synchronization
 
 /// The counters `/metrics` exposes, on a registry of the daemon's own (not the
 /// process-wide bootstrap, so tests and embedders can run several daemons).
@@ -8,6 +9,9 @@ public final class ServerMetrics: Sendable {
     let commitSeconds: ValueHistogram
     let commitBatches: ValueHistogram
     let samplesAccepted: Counter
+    /// Counters by label values, so the hot path does not go through the
+    /// registry (a lock and a label array) on every request.
+    private let counters = Mutex<[String: Counter]>([:])
 
     private static func name(_ metric: String, unit: String = "", _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "kbtd", metricName: metric, unitName: unit, helpText: help)
@@ -28,16 +32,28 @@ public final class ServerMetrics: Sendable {
         samplesAccepted = registry.makeCounter(descriptor: Self.name("samples_accepted", unit: "total", "Samples stored"))
     }
 
+    private func counter(_ key: String, _ make: () -> Counter) -> Counter {
+        counters.withLock { cache in
+            if let counter = cache[key] { return counter }
+            let counter = make()
+            cache[key] = counter
+            return counter
+        }
+    }
+
     func request(route: String, status: Int) {
-        registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))]).increment()
+        counter("r|\(route)|\(status)") {
+            registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))])
+        }.increment()
     }
 
     func batch(_ outcome: String) {
-        registry.makeCounter(descriptor: Self.batches, labels: [("outcome", outcome)]).increment()
+        counter("b|\(outcome)") { registry.makeCounter(descriptor: Self.batches, labels: [("outcome", outcome)]) }.increment()
     }
 
     func samplesRejected(field: String, count: Int = 1) {
-        registry.makeCounter(descriptor: Self.rejected, labels: [("field", field)]).increment(by: Int64(count))
+        counter("s|\(field)") { registry.makeCounter(descriptor: Self.rejected, labels: [("field", field)]) }
+            .increment(by: Int64(count))
     }
 
     /// Prometheus text exposition format.

@@ -65,7 +65,9 @@ struct Ingest: ParsableCommand {
         let daemonBefore = pid.flatMap(processCPUSeconds(pid:))
         let start = ContinuousClock.now
         let (port, connections) = (self.port, self.connections)
-        DispatchQueue.concurrentPerform(iterations: connections) { worker in
+        // One OS thread per connection: concurrentPerform would run only as many
+        // workers as there are cores (2 here), whatever `--connections` says.
+        runOnThreads(connections) { worker in
             guard let connection = try? BenchConnection(host: "127.0.0.1", port: port) else {
                 failures.add(1, ordering: .relaxed)
                 return
@@ -106,6 +108,21 @@ struct Ingest: ParsableCommand {
         print(String(format: "ingest: generator CPU %.2f s (%.0f%% of one core)%@", generatorCPU, 100 * generatorCPU / elapsed,
                      daemonCPU.map { String(format: ", daemon CPU %.2f s (%.0f%% of one core)", $0, 100 * $0 / elapsed) } ?? ""))
     }
+}
+
+/// Runs `body(0..<count)` on `count` dedicated threads and waits for all.
+func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let done = DispatchGroup()
+    for worker in 0..<count {
+        done.enter()
+        let thread = Thread {
+            body(worker)
+            done.leave()
+        }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+    done.wait()
 }
 
 /// Fills the daemon with distinct keys, then reports its RSS and the latency

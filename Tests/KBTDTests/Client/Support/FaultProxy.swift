@@ -61,11 +61,12 @@ final class FaultProxy: @unchecked Sendable {  // mutable state guarded by `lock
         thread.start()
     }
 
-    deinit { stop() }
+    deinit { close(listener) }
 
+    /// Stops accepting. Only `deinit` closes the fd (once): a second close
+    /// could hit another thread's new socket.
     func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     /// Every `POST /v1/batches` the proxy received, in order.

@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "KeyboardTelemetryClient", dependencies: ["CZlib"], swiftSettings: strict),
         // Fleet simulator built on the client library.
         .executableTarget(name: "kbtd-fleet", dependencies: [
-            "KeyboardTelemetryClient",
+            "KeyboardTelemetryClient", "KBTDCore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         // libFuzzer target over inflate + decode + validate + aggregate (scripts/fuzz); replays a corpus otherwise.

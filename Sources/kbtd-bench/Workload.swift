@@ -11,17 +11,11 @@ struct Workload {
     ]
     static let languages = ["en-US", "en-US", "en-US", "ja-JP", "zh-Hans", "de-DE", "emoji", "fr-FR"]
 
-    var state: UInt64
+    var random: SplitMix64
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { random.next() }
 
     /// A UUID string from the generator (never repeats within a run).
     mutating func uuid() -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import struct KBTDCore.SplitMix64
 import KeyboardTelemetryClient
 
 /// One simulated phone or iPad and the app on it: what stays the same across its sessions.

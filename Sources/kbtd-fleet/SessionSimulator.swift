@@ -1,4 +1,5 @@
 import Foundation
+import struct KBTDCore.SplitMix64
 import KeyboardTelemetryClient
 
 /// Generates what one device's app records, session by session, following

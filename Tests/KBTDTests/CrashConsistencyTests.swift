@@ -13,7 +13,7 @@ struct CrashConsistencyTests {
 
     @Test func killNineAtRandomMomentsLosesNothingAndCountsNothingTwice() throws {
         let daemon = TestDaemon()
-        var generator = SplitMix(seed: 99)
+        var generator = SplitMix64(seed: 99)
         let languages = ["en-US", "ja-JP", "de-DE", "emoji"]
         struct Batch {
             var body: [UInt8]

@@ -175,8 +175,8 @@ struct AggregationTests {
 
     @Test func percentileOfBucketsIsWithinOnePercentOfExact() {
         // A long-tailed latency distribution, deterministic.
-        var generator = SplitMix(seed: 7)
-        let values = (0..<20_000).map { _ in 250 * exp(generator.nextDouble() * 3.5) }
+        var generator = SplitMix64(seed: 7)
+        let values = (0..<20_000).map { _ in 250 * exp(generator.unit() * 3.5) }
         var histogram = CountHistogram()
         for value in values { histogram.add(LogBucket.index(value)) }
         let sorted = values.sorted()
@@ -259,18 +259,4 @@ struct EstimatorTests {
         #expect(level5.basis == .default && level5.height == 209 && level5.samples == 0)
         #expect(level1.safeAreaBottom == 34 && level1.animationDuration == 0.25 && level1.animationCurve == 7)
     }
-}
-
-/// A small deterministic generator (SplitMix64) so fleets are the same every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func nextDouble() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

@@ -34,7 +34,7 @@ struct KeyboardFacts {
 /// without pre-warming, iPad hardware keyboards, and a few bad samples.
 struct FleetSimulator {
     static let cjkExtra = 8.0
-    var generator = SplitMix(seed: 2026)
+    var generator = SplitMix64(seed: 2026)
 
     struct Device {
         var model: String
@@ -44,7 +44,7 @@ struct FleetSimulator {
 
     mutating func pick<T>(_ weighted: [(T, Double)]) -> T {
         let total = weighted.reduce(0) { $0 + $1.1 }
-        var roll = generator.nextDouble() * total
+        var roll = generator.unit() * total
         for (value, weight) in weighted {
             roll -= weight
             if roll < 0 { return value }
@@ -55,24 +55,24 @@ struct FleetSimulator {
     /// One app session on one device: what its batch holds.
     mutating func session(_ device: Device, now: Double) -> [TestSample] {
         let language = pick([("en-US", 0.55), ("ja-JP", 0.15), ("zh-Hans", 0.1), ("emoji", 0.12), ("de-DE", 0.08)])
-        let landscape = generator.nextDouble() < 0.2
+        let landscape = generator.unit() < 0.2
         let orientation = landscape ? "landscape" : "portrait"
         let cjk = language == "ja-JP" || language == "zh-Hans"
         let bar = (landscape ? device.facts.landscapeBar : device.facts.portraitBar) + (cjk ? Self.cjkExtra : 0)
         let noBar = cjk || language == "emoji" ? bar : (landscape ? device.facts.landscapeNoBar : device.facts.portraitNoBar)
-        let accessory: Double? = generator.nextDouble() < 0.3 ? 44 : nil
+        let accessory: Double? = generator.unit() < 0.3 ? 44 : nil
         let safeArea: Double = device.facts.portraitBar > 300 && !landscape ? 34 : (landscape ? 21 : 0)
-        var t = now - generator.nextDouble() * 86_400
+        var t = now - generator.unit() * 86_400
         var samples: [TestSample] = []
         func sample(_ event: String, _ height: Double, duration: Double = 0.25) -> TestSample {
-            t += 1 + generator.nextDouble() * 30
+            t += 1 + generator.unit() * 30
             var sample = TestSample(t: t, event: event, language: language, orientation: orientation,
                                     height: height + (event == "hide" ? 0 : accessory ?? 0), duration: duration)
             sample.accessoryHeight = event == "hide" ? nil : accessory
             sample.safeAreaBottom = min(safeArea, sample.height)
             return sample
         }
-        if device.isPad && generator.nextDouble() < 0.4 {
+        if device.isPad && generator.unit() < 0.4 {
             // Hardware keyboard attached: only the 55 pt shortcut bar shows.
             for _ in 0..<4 {
                 var shortcut = TestSample(t: t, event: "show", language: language, orientation: orientation, height: 55)
@@ -83,16 +83,16 @@ struct FleetSimulator {
         }
         // First show after launch: cold start, no-bar height, then the bar appears (duration 0).
         var first = sample("show", noBar)
-        let preloaded = generator.nextDouble() < 0.3
+        let preloaded = generator.unit() < 0.3
         first.preloaded = preloaded
-        first.coldStartMs = preloaded ? 15 + generator.nextDouble() * 60 : 250 + 1750 * pow(generator.nextDouble(), 2)
+        first.coldStartMs = preloaded ? 15 + generator.unit() * 60 : 250 + 1750 * pow(generator.unit(), 2)
         samples.append(first)
         if noBar != bar { samples.append(sample("change", bar, duration: 0)) }
         for _ in 0..<(3 + Int(generator.next() % 4)) {
             samples.append(sample("hide", bar))
             samples.append(sample("show", bar))
         }
-        if generator.nextDouble() < 0.05 {
+        if generator.unit() < 0.05 {
             var bad = sample("show", bar)
             bad.curve = 99
             samples.append(bad)

@@ -1,20 +1,21 @@
 import Foundation
 
-/// SplitMix64: a small, fast, seedable generator. The fleet uses it instead of
-/// the system generator so the same seed always simulates the same fleet.
-struct SplitMix64: RandomNumberGenerator {
+/// SplitMix64: a small, fast, seedable generator. Simulated fleets, benchmark
+/// workloads and tests use it instead of the system generator so the same seed
+/// always gives the same data.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
     /// An independent stream for item `index` of a seeded run, so device `i`
     /// is the same whatever order devices are simulated in.
-    init(seed: UInt64, stream index: UInt64) {
+    public init(seed: UInt64, stream index: UInt64) {
         var mixer = SplitMix64(seed: seed ^ (index &* 0xD1B5_4A32_D192_ED03))
         state = mixer.next()
     }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -23,23 +24,23 @@ struct SplitMix64: RandomNumberGenerator {
     }
 
     /// Uniform in 0..<1.
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    public mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 
     /// True with probability `p`.
-    mutating func chance(_ p: Double) -> Bool { unit() < p }
+    public mutating func chance(_ p: Double) -> Bool { unit() < p }
 
     /// Uniform in `range`.
-    mutating func uniform(_ range: ClosedRange<Double>) -> Double {
+    public mutating func uniform(_ range: ClosedRange<Double>) -> Double {
         range.lowerBound + (range.upperBound - range.lowerBound) * unit()
     }
 
     /// Uniform integer in `range`.
-    mutating func integer(_ range: ClosedRange<Int>) -> Int {
+    public mutating func integer(_ range: ClosedRange<Int>) -> Int {
         range.lowerBound + Int(next() % UInt64(range.upperBound - range.lowerBound + 1))
     }
 
     /// One of `weighted`'s values, with probability proportional to its weight.
-    mutating func pick<T>(_ weighted: [(T, Double)]) -> T {
+    public mutating func pick<T>(_ weighted: [(T, Double)]) -> T {
         let total = weighted.reduce(0) { $0 + $1.1 }
         var roll = unit() * total
         for (value, weight) in weighted {
@@ -50,7 +51,7 @@ struct SplitMix64: RandomNumberGenerator {
     }
 
     /// A log-normal draw with the given median and shape (Box-Muller).
-    mutating func logNormal(median: Double, sigma: Double) -> Double {
+    public mutating func logNormal(median: Double, sigma: Double) -> Double {
         let u1 = max(unit(), 1e-12), u2 = unit()
         let normal = (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
         return median * exp(sigma * normal)

@@ -114,9 +114,4 @@ public struct AggregateDelta: Sendable, Equatable {
     public var isEmpty: Bool {
         heights.isEmpty && animations.isEmpty && coldStarts.isEmpty && safeAreas.isEmpty
     }
-
-    /// How many rows this delta touches: a measure of its weight in the write queue.
-    public var rowCount: Int {
-        heights.count + animations.count + coldStarts.count + safeAreas.count + votes.count + sources.count
-    }
 }

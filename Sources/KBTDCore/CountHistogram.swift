@@ -15,11 +15,6 @@ public struct CountHistogram: Sendable, Equatable {
         for (bin, count) in counts { add(bin, count) }
     }
 
-    /// Bin → count, for callers that want a dictionary.
-    public var counts: [Int: Int64] {
-        Dictionary(uniqueKeysWithValues: zip(bins, binCounts))
-    }
-
     public mutating func add(_ bin: Int, _ count: Int64 = 1) {
         guard count != 0 else { return }
         var low = 0, high = bins.count

@@ -13,8 +13,6 @@ final class ConnectionLimiter: Sendable {
 
     func setMaximum(_ value: Int) { maximum.withLock { $0 = value } }
 
-    var current: Int { open.load(ordering: .relaxed) }
-
     /// True when the connection may stay; it is then counted until it closes.
     func admit(_ channel: any Channel) -> Bool {
         let limit = maximum.withLock { $0 }

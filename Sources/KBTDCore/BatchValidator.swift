@@ -64,9 +64,7 @@ public struct BatchValidator: Sendable {
         guard case .string(let model)? = value["model"] else {
             throw BatchError(field: "device.model", reason: value["model"] == nil ? "is required" : "must be a string")
         }
-        guard (1...32).contains(model.utf8.count), model.utf8.allSatisfy(Self.isModelByte) else {
-            throw BatchError(field: "device.model", reason: "must be 1-32 characters of [A-Za-z0-9,._-]")
-        }
+        if let problem = Self.modelProblem(model) { throw BatchError(field: "device.model", reason: problem) }
         guard case .string(let os)? = value["os"] else {
             throw BatchError(field: "device.os", reason: value["os"] == nil ? "is required" : "must be a string")
         }
@@ -110,9 +108,7 @@ public struct BatchValidator: Sendable {
                 throw Fault(field: "event", reason: "must be show, hide or change")
             }
             let language = try string(entry, "language")
-            guard (1...35).contains(language.utf8.count), language.utf8.allSatisfy(Self.isLanguageByte) else {
-                throw Fault(field: "language", reason: "must be 1-35 characters of [A-Za-z0-9_-]")
-            }
+            if let problem = Self.languageProblem(language) { throw Fault(field: "language", reason: problem) }
             let orientationName = try string(entry, "orientation")
             guard let orientation = Orientation(rawValue: orientationName) else {
                 throw Fault(field: "orientation", reason: "must be portrait or landscape")
@@ -203,12 +199,24 @@ public struct BatchValidator: Sendable {
         return bool
     }
 
-    public static func isModelByte(_ byte: UInt8) -> Bool {
+    /// Why `model` is not a machine identifier, or nil (shared by ingest and the height queries).
+    public static func modelProblem(_ model: String) -> String? {
+        (1...32).contains(model.utf8.count) && model.utf8.allSatisfy(isModelByte)
+            ? nil : "must be 1-32 characters of [A-Za-z0-9,._-]"
+    }
+
+    /// Why `language` is not a keyboard language tag, or nil.
+    public static func languageProblem(_ language: String) -> String? {
+        (1...35).contains(language.utf8.count) && language.utf8.allSatisfy(isLanguageByte)
+            ? nil : "must be 1-35 characters of [A-Za-z0-9_-]"
+    }
+
+    static func isModelByte(_ byte: UInt8) -> Bool {
         isAlphanumeric(byte) || byte == UInt8(ascii: ",") || byte == UInt8(ascii: ".")
             || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
     }
 
-    public static func isLanguageByte(_ byte: UInt8) -> Bool {
+    static func isLanguageByte(_ byte: UInt8) -> Bool {
         isAlphanumeric(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
     }
 

@@ -131,10 +131,8 @@ public struct Daemon: Sendable {
             return inherited.map { .inherited($0) }
         }
         var sockets: [ListenerSocket] = settings.listen.map { .tcp($0) }
-        if let path = settings.unixSocket {
-            removeStaleSocket(at: path)
-            sockets.append(.unix(path: path))
-        }
+        // A stale socket file from a previous run is removed by the bind (cleanupExistingSocketFile).
+        if let path = settings.unixSocket { sockets.append(.unix(path: path)) }
         return sockets
     }
 
@@ -172,13 +170,5 @@ public struct Daemon: Sendable {
         let text = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         if case .inherited(let inherited) = socket { return "\(text) (fd \(inherited.fd), \(inherited.name))" }
         return text
-    }
-
-    /// A socket file left by a previous run would make bind fail; regular files are left alone.
-    static func removeStaleSocket(at path: String) {
-        var info = stat()
-        if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK {
-            unlink(path)
-        }
     }
 }

@@ -49,21 +49,17 @@ public struct HeightHandlers: Sendable {
 
     static func validateModel(_ model: String?) -> BatchError? {
         guard let model, !model.isEmpty else { return BatchError(field: "model", reason: "is required") }
-        guard model.utf8.count <= 32, model.utf8.allSatisfy(BatchValidator.isModelByte) else {
-            return BatchError(field: "model", reason: "must be 1-32 characters of [A-Za-z0-9,._-]")
-        }
-        return nil
+        return BatchValidator.modelProblem(model).map { BatchError(field: "model", reason: $0) }
     }
 
-    /// Parses and checks `/v1/height`'s parameters (the same rules as ingest).
-    /// Parses and checks a height question; `parameter` looks up a query parameter by name.
+    /// Parses and checks a height question (the same rules as ingest); `parameter` looks up a query parameter by name.
     public static func query(_ parameter: (String) -> String?) -> Result<HeightQuery, BatchError> {
         if let fault = validateModel(parameter("model")) { return .failure(fault) }
         guard let language = parameter("language"), !language.isEmpty else {
             return .failure(BatchError(field: "language", reason: "is required"))
         }
-        guard language.utf8.count <= 35, language.utf8.allSatisfy(BatchValidator.isLanguageByte) else {
-            return .failure(BatchError(field: "language", reason: "must be 1-35 characters of [A-Za-z0-9_-]"))
+        if let problem = BatchValidator.languageProblem(language) {
+            return .failure(BatchError(field: "language", reason: problem))
         }
         var osMajor: Int?
         if let os = parameter("os") {

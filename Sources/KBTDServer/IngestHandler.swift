@@ -28,7 +28,7 @@ struct IngestHandler: Sendable {
             return JSONResponse.error(.tooManyRequests, "rate limited",
                                       detail: "too many batches from this address; retry after \(wait) s", retryAfter: wait)
         }
-        if !current.ingestTokens.isEmpty && !Self.authorized(request, tokens: current.ingestTokens) {
+        if !current.ingestTokens.isEmpty && !bearerMatches(request, anyOf: current.ingestTokens) {
             metrics.batch("unauthorized")
             return JSONResponse.error(.unauthorized, "unauthorized",
                                       detail: "POST /v1/batches needs Authorization: Bearer with an ingest token",
@@ -116,16 +116,6 @@ struct IngestHandler: Sendable {
                 ("errors", .array(errors)),
             ]))
         }
-    }
-
-    /// Checks the bearer token against every configured one, in constant time per token.
-    static func authorized(_ request: Request, tokens: [String]) -> Bool {
-        guard let header = request.headers[.authorization], header.count > 7,
-              header.prefix(7).lowercased() == "bearer " else { return false }
-        let presented = Array(header.utf8.dropFirst(7))
-        var match = false
-        for token in tokens where constantTimeEqual(presented, Array(token.utf8)) { match = true }
-        return match
     }
 
     private func reject(_ status: HTTPResponse.Status, _ error: String, detail: String, field: String? = nil) -> Response {

@@ -52,13 +52,21 @@ struct OperationsHandlers: Sendable {
 
     private func authorize(_ request: Request, _ context: KBTDRequestContext) -> Response? {
         if context.isLocalPeer { return nil }
-        if let token = settings.current.adminToken, let header = request.headers[.authorization],
-           header.hasPrefix("Bearer "), constantTimeEqual(Array(header.utf8.dropFirst(7)), Array(token.utf8)) {
-            return nil
-        }
+        if let token = settings.current.adminToken, bearerMatches(request, anyOf: [token]) { return nil }
         return JSONResponse.error(.forbidden, "forbidden",
                                   detail: "this endpoint answers only on loopback and the Unix socket, or with the admin token")
     }
+}
+
+/// Whether `Authorization: Bearer X` carries one of `tokens` (the scheme is
+/// case-insensitive, RFC 7235). Every token is compared in constant time.
+func bearerMatches(_ request: Request, anyOf tokens: [String]) -> Bool {
+    guard let header = request.headers[.authorization], header.count > 7,
+          header.prefix(7).lowercased() == "bearer " else { return false }
+    let presented = Array(header.utf8.dropFirst(7))
+    var match = false
+    for token in tokens where constantTimeEqual(presented, Array(token.utf8)) { match = true }
+    return match
 }
 
 /// Compares secrets without an early exit, so timing does not leak a prefix.

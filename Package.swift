@@ -56,6 +56,7 @@ let package = Package(
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
         ], swiftSettings: strict),
         // The command line: serve, stats, height.
         .executableTarget(name: "kbtd", dependencies: [

@@ -115,3 +115,26 @@ public struct AggregateDelta: Sendable, Equatable {
         heights.isEmpty && animations.isEmpty && coldStarts.isEmpty && safeAreas.isEmpty
     }
 }
+
+extension AggregateDelta {
+    /// Every key with a count here (every sample counts in `animations`).
+    public var seriesKeys: Set<SeriesKey> {
+        var keys = Set(animations.keys.map(\.series))
+        for key in heights.keys { keys.insert(key.series) }
+        for key in votes.keys { keys.insert(key.series) }
+        for key in sources.keys { keys.insert(key) }
+        return keys
+    }
+
+    /// The counts of the keys `isIncluded` keeps.
+    public func filter(_ isIncluded: (SeriesKey) -> Bool) -> AggregateDelta {
+        var kept = AggregateDelta()
+        kept.heights = heights.filter { isIncluded($0.key.series) }
+        kept.animations = animations.filter { isIncluded($0.key.series) }
+        kept.coldStarts = coldStarts.filter { isIncluded($0.key.series) }
+        kept.safeAreas = safeAreas.filter { isIncluded($0.key.series) }
+        kept.votes = votes.filter { isIncluded($0.key.series) }
+        kept.sources = sources.filter { isIncluded($0.key) }
+        return kept
+    }
+}

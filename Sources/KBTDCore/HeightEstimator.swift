@@ -85,6 +85,24 @@ public struct HeightEstimator: Sendable {
         return defaultEstimate(query.orientation, modelStats: modelStats)
     }
 
+    /// The answer from the model's own data for this language (levels 1 and 2), or nil.
+    public func ownEstimate(_ query: HeightQuery, in index: HeightIndex) -> HeightEstimate? {
+        let modelStats = index.byModel[ModelKey(model: query.model, orientation: query.orientation, keyboardType: query.keyboardType)]
+        if let osMajor = query.osMajor {
+            let series = SeriesKey(model: query.model, osMajor: osMajor, language: query.language,
+                                   orientation: query.orientation, keyboardType: query.keyboardType)
+            if let stats = index.bySeries[series], let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
+                return estimate
+            }
+        }
+        let modelLanguage = ModelLanguageKey(model: query.model, language: query.language,
+                                             orientation: query.orientation, keyboardType: query.keyboardType)
+        if let stats = index.byModelLanguage[modelLanguage] {
+            return answer(stats, basis: .modelLanguage, fallback: modelStats)
+        }
+        return nil
+    }
+
     /// The configured constant, with the model's safe area and animation when known.
     public func defaultEstimate(_ orientation: Orientation, modelStats: LevelStats?) -> HeightEstimate {
         let height = orientation == .portrait ? settings.defaultPortraitHeight : settings.defaultLandscapeHeight

@@ -81,19 +81,29 @@ extension HeightEstimate {
 }
 
 extension HeightEstimator {
-    /// The body of `GET /v1/heights`: every (language, orientation, type) the
-    /// model has data for, each answered through the chain, plus what to use
-    /// for a language kbtd has not seen on this model, per orientation.
-    public func allEstimates(model: String, os: String?, in index: HeightIndex) -> JSONOutput {
-        let osMajor = os.flatMap(BatchValidator.osMajor)
+    /// Most entries `GET /v1/heights` lists (the key caps keep a real model far below it).
+    public static let maxListedEstimates = 2_000
+
+    /// The body of `GET /v1/heights`: every (language, orientation, type) this
+    /// model answers from its own data (levels `model+os+language` and
+    /// `model+language`), plus what to use for anything else, per orientation.
+    /// Keys the model has too little data for are left out rather than sent
+    /// down the chain: that keeps the cost linear in the model's own keys.
+    public func allEstimates(model: String, osMajor: Int?, in index: HeightIndex) -> JSONOutput {
         let keys = (index.keysByModel[model] ?? []).sorted()
-        let estimates: [JSONOutput] = keys.map { key in
-            let estimate = self.estimate(
+        var estimates: [JSONOutput] = []
+        var truncated = false
+        for key in keys {
+            guard let estimate = ownEstimate(
                 HeightQuery(model: model, language: key.language, osMajor: osMajor,
-                            orientation: key.orientation, keyboardType: key.keyboardType), in: index)
-            guard case .object(let members) = estimate.json else { return .null }
-            return .object([("language", .string(key.language)), ("orientation", .string(key.orientation.rawValue)),
-                            ("keyboard_type", .string(key.keyboardType))] + members)
+                            orientation: key.orientation, keyboardType: key.keyboardType), in: index),
+                case .object(let members) = estimate.json else { continue }
+            guard estimates.count < Self.maxListedEstimates else {
+                truncated = true
+                break
+            }
+            estimates.append(.object([("language", .string(key.language)), ("orientation", .string(key.orientation.rawValue)),
+                                      ("keyboard_type", .string(key.keyboardType))] + members))
         }
         let defaults: [(String, JSONOutput)] = Orientation.allCases.map { orientation in
             let modelStats = index.byModel[ModelKey(model: model, orientation: orientation, keyboardType: "default")]
@@ -105,11 +115,13 @@ extension HeightEstimator {
             }
             return (orientation.rawValue, fallback.json)
         }
-        return .object([
+        var members: [(String, JSONOutput)] = [
             ("model", .string(model)),
-            ("os", os.map { .string($0) } ?? .null),
+            ("os", .null),
             ("estimates", .array(estimates)),
             ("default", .object(defaults)),
-        ])
+        ]
+        if truncated { members.append(("truncated", .bool(true))) }
+        return .object(members)
     }
 }

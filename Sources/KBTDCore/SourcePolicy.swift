@@ -30,40 +30,67 @@ public struct SourceID: Hashable, Sendable, Comparable {
 /// - A level of the fallback chain answers only when `minSources` distinct
 ///   sources (or a trusted one) reported its key.
 ///
-/// Together with the per-address rate limit this means a single address
-/// posting 100,000 samples of 999 pt adds 5 votes to one bin of one key and
-/// cannot make any level answer by itself.
+/// The ledger of votes granted today is bounded without ever being cleared
+/// early: each source may open at most `maxEntriesPerSource` (key, bin)
+/// entries a day and the whole ledger at most `maxTracked`; past either, that
+/// source's further votes on new entries carry no weight until the next UTC
+/// day. An attacker who fills the ledger therefore only silences itself (and,
+/// once the whole ledger is full, other newcomers), and cannot vote again on a
+/// bin it already used: the caps it spent stay spent.
 public struct SourcePolicy: Sendable {
     public var maxVotesPerSource: Int64
+    /// (key, bin) entries one source may open per day.
+    public var maxEntriesPerSource = 20_000
+    /// Entries the ledger holds per day across all sources.
+    public var maxTracked = 500_000
     /// Votes already granted today: (source, key, bin) → votes.
     private var granted: [VoteKey: Int64] = [:]
+    /// Entries each source opened today.
+    private var entriesBySource: [SourceID: Int] = [:]
     private var day: Int64 = -1
-    /// Past this many tracked (source, key, bin) entries the day starts over early (bounded memory).
-    public var maxTracked = 1_000_000
+    /// Votes refused today because a budget was spent (for metrics).
+    public private(set) var refusedVotes: Int64 = 0
 
+    /// Keys are fingerprints, so an entry costs a few dozen bytes whatever the key's strings.
     struct VoteKey: Hashable {
         var source: SourceID
-        var key: SeriesBin
+        var key: UInt64
+        var halfPoints: Int
     }
 
     public init(maxVotesPerSource: Int64 = 5) {
         self.maxVotesPerSource = maxVotesPerSource
     }
 
+    /// Entries in today's ledger.
+    public var trackedEntries: Int { granted.count }
+
     /// Rewrites a batch's delta for an untrusted `source`: caps its votes by
     /// what the source has left today and attributes its keys to the source.
     /// `now` is Unix seconds.
     public mutating func apply(to delta: inout AggregateDelta, source: SourceID, now: Double) {
         guard source != .trusted else { return }
-        let today = Int64(now / 86_400)
-        if today != day || granted.count > maxTracked {
+        let today = Int64((now / 86_400).rounded(.down))
+        if today != day {
             granted = [:]
+            entriesBySource = [:]
             day = today
         }
         var capped: [SeriesBin: Int64] = [:]
         for (key, count) in delta.votes {
-            let voteKey = VoteKey(source: source, key: key)
-            let used = granted[voteKey] ?? 0
+            let voteKey = VoteKey(source: source, key: key.series.fingerprint, halfPoints: key.halfPoints)
+            let used: Int64
+            if let existing = granted[voteKey] {
+                used = existing
+            } else {
+                let opened = entriesBySource[source, default: 0]
+                guard opened < maxEntriesPerSource, granted.count < maxTracked else {
+                    refusedVotes += count
+                    continue
+                }
+                entriesBySource[source] = opened + 1
+                used = 0
+            }
             let allowed = max(0, min(count, maxVotesPerSource - used))
             if allowed > 0 {
                 granted[voteKey] = used + allowed

@@ -33,45 +33,77 @@ public struct Daemon: Sendable {
         let initial = settings.current
         let path = initial.database
         let start = ContinuousClock.now
-        var index = HeightIndex()
-        do {
-            // Creates and migrates the database; its counts seed the index.
-            index.apply(try SQLiteTelemetryStore(path: path).loadCounts())
-        } catch let error as SQLiteError where error.isTransient {
-            // A read-only or full file system: serve what can be read, refuse
-            // ingest with 503 until the writer can open the file.
-            logger.error("database \(path) is not writable (\(error)); serving read-only until it is")
-            if let counts = try? SQLiteTelemetryStore(path: path, access: .readOnly).loadCounts() { index.apply(counts) }
+        let box = settings
+        let admission: @Sendable () -> IndexAdmission = {
+            let current = box.current
+            return IndexAdmission(minSources: current.estimator.minSources, maxIndexedKeys: current.maxIndexedKeys)
         }
-        logger.info("opened \(path): \(index.bySeries.count) keys loaded in \(ContinuousClock.now - start)")
+        let fileMode = initial.databaseMode
+        let openStore: @Sendable () throws -> SQLiteTelemetryStore = {
+            try SQLiteTelemetryStore(path: path, fileMode: fileMode, admission: admission)
+        }
+        let keyGate = KeyGate(limits: initial.keys)
+        var index = HeightIndex()
+        var locks: [ExclusiveLock] = []
+        do {
+            // Creates and migrates the database; its admitted keys seed the index.
+            try DatabaseFile.prepare(path, mode: fileMode)
+            locks.append(try ExclusiveLock(path: path, what: "database", mode: fileMode))
+            let store = try openStore()
+            index.apply(try store.loadIndexCounts())
+            try store.forEachKey { keyGate.remember([$0]) }
+        } catch let error as SQLiteError where error.isTransient {
+            // A read-only or full file system under an existing database: serve
+            // what can be read, refuse ingest with 503 until the writer can open it.
+            logger.error("database \(path) is not writable (\(error)); serving read-only until it is")
+            if let store = try? SQLiteTelemetryStore(path: path, access: .readOnly) {
+                if let counts = try? store.loadIndexCounts() { index.apply(counts) }
+                try? store.forEachKey { keyGate.remember([$0]) }
+            }
+        }
+        if let socket = initial.unixSocket, SocketActivation.inheritedSockets().isEmpty {
+            locks.append(try ExclusiveLock(path: socket + ".lock", what: "Unix socket", mode: 0o600))
+        }
+        logger.info("opened \(path): \(index.bySeries.count) keys in the index, \(keyGate.keyCount) stored, loaded in \(ContinuousClock.now - start)")
 
         let heights = HeightService(index: index, settings: initial.estimator)
         let metrics = ServerMetrics()
+        let upkeep = GroupCommitWriter.Upkeep(
+            retention: initial.batchRetentionDays * 86_400,
+            unconfirmedKeyRetention: initial.unconfirmedKeyRetentionDays * 86_400,
+            onForget: { keyGate.forget($0) })
         let writer = GroupCommitWriter(
-            openStore: { try SQLiteTelemetryStore(path: path) }, capacity: initial.limits.writeQueueCapacity, maxBatchesPerCommit: initial.limits.maxBatchesPerCommit,
-            retention: initial.batchRetentionDays * 86_400, logger: logger
+            openStore: openStore, capacity: initial.limits.writeQueueCapacity, maxBatchesPerCommit: initial.limits.maxBatchesPerCommit,
+            upkeep: upkeep, logger: logger
         ) { added, batches, seconds in
             heights.apply(added)
             metrics.commitSeconds.record(seconds)
             metrics.commitBatches.record(Double(batches))
         }
 
-        let router = Router(context: KBTDRequestContext.self)
+        let router = Router(context: KBTDRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: LogRequestsMiddleware(.debug))
+        router.add(middleware: EveryResponseMiddleware(metrics: metrics))
         let rateLimiter = ClientRateLimiter(limits: initial.limits)
-        let connections = ConnectionLimiter(maximum: initial.limits.maxConnections)
-        let sourceWeights = SourceWeights(maxVotesPerSource: initial.maxVotesPerSource)
+        let connections = ConnectionLimiter(maximum: initial.limits.maxConnections, perClient: initial.limits.maxConnectionsPerClient)
+        let sourceWeights = SourceWeights(maxVotesPerSource: initial.maxVotesPerSource,
+                                          maxEntriesPerSource: initial.maxVoteEntriesPerSource)
         let ingest = IngestHandler(writer: writer, settings: settings, metrics: metrics, rateLimiter: rateLimiter,
-                                   sourceWeights: sourceWeights)
+                                   sourceWeights: sourceWeights, keyGate: keyGate)
         let heightHandlers = HeightHandlers(heights: heights, settings: settings, metrics: metrics)
-        let operations = OperationsHandlers(writer: writer, settings: settings, metrics: metrics, databasePath: initial.database)
+        let operations = OperationsHandlers(writer: writer, settings: settings, metrics: metrics, databasePath: initial.database) {
+            metrics.walBytes.set(Double(writer.walBytes))
+            metrics.indexedKeys.set(Double(heights.keyCount))
+            metrics.storedKeys.set(Double(keyGate.keyCount))
+            metrics.refusedVotes.set(Double(sourceWeights.ledger.refusedVotes))
+        }
         router.post("/v1/batches", use: ingest.handle)
         router.get("/v1/height", use: heightHandlers.height)
         router.get("/v1/heights", use: heightHandlers.allHeights)
         router.get("/healthz", use: operations.health)
         router.get("/metrics", use: operations.prometheus)
         router.get("/v1/stats", use: operations.stats)
-        let channel = HTTP1Channel.serving(router.buildResponder(), limits: initial.limits, logger: logger)
+        let channel = HTTP1Channel.serving(router.buildResponder(), limits: initial.limits, logger: logger, metrics: metrics)
 
         let sockets = Self.listenerSockets(initial, logger: logger)
         let ready = ReadinessGate()
@@ -81,6 +113,9 @@ public struct Daemon: Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = sockets.map { socket in
             .init(service: HTTPListener(socket: socket, channel: channel, group: group, logger: logger,
                                         connections: connections) { address in
+                if let path = address?.pathname, chmod(path, mode_t(initial.unixSocketMode)) != 0 {
+                    logger.error("cannot set mode \(String(initial.unixSocketMode, radix: 8)) on \(path): errno \(errno)")
+                }
                 logger.notice("listening on \(Self.describe(address, socket))")
                 if listening.withLock({ $0 += 1; return $0 }) == sockets.count {
                     logger.notice("kbtd ready")
@@ -94,8 +129,9 @@ public struct Daemon: Sendable {
             services.append(.init(service: ReloadOnHangup(hangups: hangups, load: reload, apply: { new in
                 Self.apply(new, to: settings, heights: heights, writer: writer, logLevel: logLevel, logger: logger)
                 rateLimiter.update(new.limits)
-                sourceWeights.update(maxVotesPerSource: new.maxVotesPerSource)
-                connections.setMaximum(new.limits.maxConnections)
+                sourceWeights.update(maxVotesPerSource: new.maxVotesPerSource, maxEntriesPerSource: new.maxVoteEntriesPerSource)
+                connections.setLimits(maximum: new.limits.maxConnections, perClient: new.limits.maxConnectionsPerClient)
+                keyGate.update(new.keys)
             }, logger: logger), successTerminationBehavior: .ignore))
         }
         if let notify = SystemdNotify() {
@@ -119,6 +155,7 @@ public struct Daemon: Sendable {
         }
         logger.notice("listeners closed; committing what is queued")
         writer.shutdown()
+        withExtendedLifetime(locks) {}
         logger.notice("kbtd stopped")
     }
 
@@ -146,6 +183,9 @@ public struct Daemon: Sendable {
         for (key, changed) in [("listen", old.listen != new.listen), ("unix_socket", old.unixSocket != new.unixSocket),
                                ("database", old.database != new.database),
                                ("batch_retention_days", old.batchRetentionDays != new.batchRetentionDays),
+                               ("unconfirmed_key_retention_days", old.unconfirmedKeyRetentionDays != new.unconfirmedKeyRetentionDays),
+                               ("unix_socket_mode", old.unixSocketMode != new.unixSocketMode),
+                               ("database_mode", old.databaseMode != new.databaseMode),
                                ("max_batches_per_commit", old.limits.maxBatchesPerCommit != new.limits.maxBatchesPerCommit),
                                ("idle_timeout_seconds", old.limits.idleTimeoutSeconds != new.limits.idleTimeoutSeconds),
                                ("header_timeout_seconds", old.limits.headerTimeoutSeconds != new.limits.headerTimeoutSeconds),

@@ -16,7 +16,6 @@ public struct HeightHandlers: Sendable {
         case .success(let query): response = cached(heights.height(query), request: request)
         case .failure(let error): response = JSONResponse.error(.badRequest, "invalid query", detail: error.description, field: error.field)
         }
-        metrics.request(route: "/v1/height", status: response.status.code)
         return response
     }
 
@@ -31,7 +30,6 @@ public struct HeightHandlers: Sendable {
             response = cached(heights.heights(model: String(parameters["model"]!), os: parameters["os"].map(String.init)),
                               request: request)
         }
-        metrics.request(route: "/v1/heights", status: response.status.code)
         return response
     }
 

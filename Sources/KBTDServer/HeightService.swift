@@ -10,55 +10,106 @@ struct CachedAnswer: Sendable {
 /// Holds the in-memory `HeightIndex` the height endpoints answer from, the
 /// estimator's settings, and a cache of rendered answers that each commit
 /// (and each settings change) empties. Requests never touch SQLite.
+///
+/// Two locks, held briefly: the index lock only while an estimate is computed
+/// (bounded work: key caps bound a model's languages, and `/v1/heights` lists
+/// only supported estimates), the cache lock only for a lookup or an insert.
+/// Serialising an answer happens outside both, so one expensive answer never
+/// holds up the writer or another request for long.
 final class HeightService: Sendable {
-    private struct State {
+    private struct Model {
         var index: HeightIndex
         var estimator: HeightEstimator
-        var cache: [String: CachedAnswer] = [:]
     }
 
-    private let state: Mutex<State>
-    /// Past this many cached answers the cache starts over (bounded memory).
-    private let cacheLimit = 100_000
+    private struct Cache {
+        var answers: [String: CachedAnswer] = [:]
+        var bytes = 0
+        /// Bumped whenever the index or the settings change: an answer computed
+        /// before is not cached after.
+        var generation: UInt64 = 0
+    }
 
-    init(index: HeightIndex, settings: EstimatorSettings) {
-        state = Mutex(State(index: index, estimator: HeightEstimator(settings: settings)))
+    private let model: Mutex<Model>
+    private let cache = Mutex(Cache())
+    /// The cache starts over past this many bytes of answers (bounded memory
+    /// whatever mix of questions clients ask).
+    let cacheLimitBytes: Int
+
+    init(index: HeightIndex, settings: EstimatorSettings, cacheLimitBytes: Int = 16 << 20) {
+        model = Mutex(Model(index: index, estimator: HeightEstimator(settings: settings)))
+        self.cacheLimitBytes = cacheLimitBytes
     }
 
     func apply(_ delta: AggregateDelta) {
         guard !delta.isEmpty else { return }
-        state.withLock { state in
-            state.index.apply(delta)
-            state.cache.removeAll(keepingCapacity: true)
-        }
+        model.withLock { $0.index.apply(delta) }
+        invalidate()
     }
 
     func update(settings: EstimatorSettings) {
-        state.withLock { state in
-            guard state.estimator.settings != settings else { return }
-            state.estimator.settings = settings
-            state.cache.removeAll(keepingCapacity: true)
+        let changed = model.withLock { model -> Bool in
+            guard model.estimator.settings != settings else { return false }
+            model.estimator.settings = settings
+            return true
+        }
+        if changed { invalidate() }
+    }
+
+    /// Keys in the index.
+    var keyCount: Int { model.withLock { $0.index.bySeries.count } }
+
+    private func invalidate() {
+        cache.withLock { cache in
+            cache.answers.removeAll(keepingCapacity: true)
+            cache.bytes = 0
+            cache.generation &+= 1
         }
     }
 
     func height(_ query: HeightQuery) -> CachedAnswer {
         let key = "1|\(query.model)|\(query.language)|\(query.osMajor ?? -1)|\(query.orientation.rawValue)|\(query.keyboardType)"
-        return answer(key) { $0.estimator.estimate(query, in: $0.index).json }
-    }
-
-    func heights(model: String, os: String?) -> CachedAnswer {
-        answer("n|\(model)|\(os ?? "")") { $0.estimator.allEstimates(model: model, os: os, in: $0.index) }
-    }
-
-    private func answer(_ key: String, render: (State) -> JSONOutput) -> CachedAnswer {
-        state.withLock { state in
-            if let cached = state.cache[key] { return cached }
-            let body = Array(render(state).serialized().utf8)
-            let answer = CachedAnswer(body: body, etag: Self.etag(body))
-            if state.cache.count >= cacheLimit { state.cache.removeAll(keepingCapacity: true) }
-            state.cache[key] = answer
-            return answer
+        return answer(key) { model in
+            let estimate = model.estimator.estimate(query, in: model.index)
+            return { Array(estimate.json.serialized().utf8) }
         }
+    }
+
+    /// `os` is cached by its major version (what the estimator uses); the body
+    /// echoes the asked string, spliced into the cached bytes.
+    func heights(model modelName: String, os: String?) -> CachedAnswer {
+        let major = os.flatMap(BatchValidator.osMajor)
+        let shared = answer("n|\(modelName)|\(major ?? -1)") { model in
+            let all = model.estimator.allEstimates(model: modelName, osMajor: major, in: model.index)
+            return { Array(all.serialized().utf8) }
+        }
+        guard let os else { return shared }
+        // The shared body starts `{"model":"M","os":null,`: model and os are validated
+        // ([A-Za-z0-9,._-] and digits with dots), so neither needs escaping.
+        let prefix = Array("{\"model\":\"\(modelName)\",\"os\":".utf8)
+        let null = Array("null".utf8)
+        guard shared.body.starts(with: prefix), shared.body[prefix.count...].starts(with: null) else { return shared }
+        let body = prefix + Array("\"\(os)\"".utf8) + shared.body[(prefix.count + null.count)...]
+        return CachedAnswer(body: body, etag: Self.etag(body))
+    }
+
+    /// Looks `key` up; on a miss computes the answer under the index lock
+    /// (`compute` returns a renderer) and renders it outside every lock.
+    private func answer(_ key: String, compute: (Model) -> () -> [UInt8]) -> CachedAnswer {
+        let (hit, generation) = cache.withLock { ($0.answers[key], $0.generation) }
+        if let hit { return hit }
+        let render = model.withLock { compute($0) }
+        let body = render()
+        let answer = CachedAnswer(body: body, etag: Self.etag(body))
+        cache.withLock { cache in
+            guard cache.generation == generation else { return }
+            if cache.bytes + body.count > cacheLimitBytes {
+                cache.answers.removeAll(keepingCapacity: true)
+                cache.bytes = 0
+            }
+            if cache.answers.updateValue(answer, forKey: key) == nil { cache.bytes += body.count + key.utf8.count }
+        }
+        return answer
     }
 
     /// A strong validator from the body's bytes (FNV-1a, 64 bit): equal answers

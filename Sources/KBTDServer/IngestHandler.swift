@@ -13,11 +13,10 @@ struct IngestHandler: Sendable {
     let metrics: ServerMetrics
     let rateLimiter: ClientRateLimiter
     let sourceWeights: SourceWeights
+    let keyGate: KeyGate
 
     func handle(_ request: Request, context: KBTDRequestContext) async -> Response {
-        let response = await ingest(request, context: context)
-        metrics.request(route: "/v1/batches", status: response.status.code)
-        return response
+        await ingest(request, context: context)
     }
 
     private func ingest(_ request: Request, context: KBTDRequestContext) async -> Response {
@@ -78,23 +77,29 @@ struct IngestHandler: Sendable {
 
         let validator = BatchValidator(maxSamples: limits.maxSamplesPerBatch)
         let now = Date().timeIntervalSince1970
-        let batch: ValidatedBatch
+        var batch: ValidatedBatch
         do {
             batch = try validator.validate(json: json, now: now)
         } catch {
             return reject(.badRequest, "invalid batch", detail: error.description, field: error.field)
+        }
+        let source = SourceWeights.source(of: context, trusted: current.trustedPeers)
+        for (refusal, count) in keyGate.screen(&batch, source: source, now: now) {
+            metrics.keysRefused(refusal, count: count)
         }
         for fault in batch.rejected { metrics.samplesRejected(field: fault.field) }
 
         let outcome: WriteOutcome
         do {
             var pending = PendingBatch(batch, receivedAt: Int64(now))
-            sourceWeights.weigh(&pending.delta, context: context, trusted: current.trustedPeers, now: now)
+            pending.source = source
+            sourceWeights.weigh(&pending.delta, source: source, now: now)
             outcome = try await writer.submit(pending)
         } catch {
             metrics.batch("unavailable")
-            return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "\(error)",
-                                      retryAfter: limits.retryAfterSeconds)
+            // The cause (an SQLite message, a file path) goes to the log, not to clients.
+            return JSONResponse.error(.serviceUnavailable, "unavailable", detail: (error as? WriteError)?.publicReason
+                                      ?? "the database is unavailable; retry later", retryAfter: limits.retryAfterSeconds)
         }
         switch outcome {
         case .duplicate:

@@ -11,18 +11,23 @@ struct OperationsHandlers: Sendable {
     let settings: SettingsBox
     let metrics: ServerMetrics
     let databasePath: String
+    /// Brings the gauges `/metrics` shows up to date.
+    let refreshGauges: @Sendable () -> Void
 
     func health(_ request: Request, context: KBTDRequestContext) -> Response {
         let writable = access(databasePath, W_OK) == 0
         let lastError = writer.lastError
         let healthy = writable && lastError == nil
+        // No path and no SQLite text: /healthz answers anyone. The log has the details.
         var members: [(String, JSONOutput)] = [
             ("status", .string(healthy ? "ok" : "unavailable")),
-            ("database", .string(databasePath)),
             ("queue_depth", .int(Int64(writer.queueDepth))),
         ]
-        if !writable { members.append(("error", .string("database file is not writable"))) }
-        if let lastError { members.append(("error", .string(lastError))) }
+        if !writable {
+            members.append(("error", .string("the database file is not writable")))
+        } else if lastError != nil {
+            members.append(("error", .string("the database is unavailable")))
+        }
         let headers: HTTPFields = healthy ? [:] : [.retryAfter: String(settings.current.limits.retryAfterSeconds)]
         return JSONResponse.make(healthy ? .ok : .serviceUnavailable, .object(members), headers: headers)
     }
@@ -30,6 +35,7 @@ struct OperationsHandlers: Sendable {
     func prometheus(_ request: Request, context: KBTDRequestContext) -> Response {
         if let denied = authorize(request, context) { return denied }
         metrics.queueDepth.set(Double(writer.queueDepth))
+        refreshGauges()
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
     }
@@ -45,7 +51,7 @@ struct OperationsHandlers: Sendable {
             }
             return JSONResponse.bytes(.ok, Array(body.utf8))
         } catch {
-            return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "\(error)",
+            return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "the database cannot be read; see the daemon's log",
                                       retryAfter: settings.current.limits.retryAfterSeconds)
         }
     }

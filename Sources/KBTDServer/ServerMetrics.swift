@@ -1,3 +1,4 @@
+import KBTDCore
 import Prometheus
 import Synchronization
 
@@ -9,6 +10,10 @@ public final class ServerMetrics: Sendable {
     let commitSeconds: ValueHistogram
     let commitBatches: ValueHistogram
     let samplesAccepted: Counter
+    let walBytes: Gauge
+    let indexedKeys: Gauge
+    let storedKeys: Gauge
+    let refusedVotes: Gauge
     /// Counters by label values, so the hot path does not go through the
     /// registry (a lock and a label array) on every request.
     private let counters = Mutex<[String: Counter]>([:])
@@ -30,6 +35,11 @@ public final class ServerMetrics: Sendable {
             descriptor: Self.name("commit_batches", "Batches per group commit"),
             buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
         samplesAccepted = registry.makeCounter(descriptor: Self.name("samples_accepted", unit: "total", "Samples stored"))
+        walBytes = registry.makeGauge(descriptor: Self.name("wal", unit: "bytes", "Size of the SQLite write-ahead log"))
+        indexedKeys = registry.makeGauge(descriptor: Self.name("index_keys", "Keys in the in-memory height index"))
+        storedKeys = registry.makeGauge(descriptor: Self.name("stored_keys", "Keys stored, answering or not (max_keys bounds it)"))
+        refusedVotes = registry.makeGauge(descriptor: Self.name("votes_refused_today",
+                                                                 "Votes given no weight today because a source's ledger budget was spent"))
     }
 
     private func counter(_ key: String, _ make: () -> Counter) -> Counter {
@@ -54,6 +64,16 @@ public final class ServerMetrics: Sendable {
     func samplesRejected(field: String, count: Int = 1) {
         counter("s|\(field)") { registry.makeCounter(descriptor: Self.rejected, labels: [("field", field)]) }
             .increment(by: Int64(count))
+    }
+
+    private static var keysRefusedName: MetricNameDescriptor {
+        name("keys_refused", unit: "total", "Samples rejected because their new key passed a cap (by cap)")
+    }
+
+    func keysRefused(_ refusal: KeyRefusal, count: Int) {
+        counter("k|\(refusal.rawValue)") {
+            registry.makeCounter(descriptor: Self.keysRefusedName, labels: [("cap", refusal.rawValue)])
+        }.increment(by: Int64(count))
     }
 
     /// Prometheus text exposition format.

@@ -55,6 +55,18 @@ public struct ServerSettings: Sendable, Equatable {
     public var maxVotesPerSource = 5
     /// When not empty, `POST /v1/batches` needs `Authorization: Bearer` one of these (else 401).
     public var ingestTokens: [String] = []
+    /// (key, bin) entries one untrusted source may open in the vote ledger per day.
+    public var maxVoteEntriesPerSource = 20_000
+    /// Caps on the aggregation keys clients can create.
+    public var keys = KeyLimits()
+    /// Most keys the in-memory index holds (each costs about 1.7 KB).
+    public var maxIndexedKeys = 100_000
+    /// Days a key no trusted peer and fewer than `min_sources` networks reported is kept (0: forever).
+    public var unconfirmedKeyRetentionDays = 30.0
+    /// Permissions of the Unix socket.
+    public var unixSocketMode: UInt32 = 0o660
+    /// Permissions of a database file kbtd creates (its WAL and shared-memory files follow).
+    public var databaseMode: UInt32 = 0o600
 
     public init() {}
 
@@ -79,6 +91,9 @@ public struct ServerSettings: Sendable, Equatable {
         public var bodyTimeoutSeconds = 30
         /// Concurrent connections across all listeners; more are closed at once.
         public var maxConnections = 4096
+        /// Concurrent TCP connections from one client address (IPv4 address, IPv6 /64);
+        /// the Unix socket is exempt and has `maxConnections` of its own.
+        public var maxConnectionsPerClient = 256
         /// Ingest token bucket per client address: batches per second (0: off) ...
         public var ingestRatePerSecond = 20.0
         /// ... and burst size.

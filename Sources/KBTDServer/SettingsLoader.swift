@@ -26,6 +26,9 @@ public enum SettingsLoader {
         "trusted_peers", "max_votes_per_source", "min_sources",
         "min_samples", "default_height_portrait", "default_height_landscape",
         "cache_max_age_seconds", "batch_retention_days",
+        "max_connections_per_client", "max_vote_entries_per_source", "max_keys", "max_indexed_keys",
+        "max_languages_per_model", "max_new_keys_per_source_per_day", "unconfirmed_key_retention_days",
+        "unix_socket_mode", "database_mode",
     ]
 
     /// One value and where it came from, for error messages.
@@ -155,6 +158,22 @@ public enum SettingsLoader {
         if let v = try double("default_height_landscape", 0...2000) { settings.estimator.defaultLandscapeHeight = v }
         if let v = try int("cache_max_age_seconds", 0...31_536_000) { settings.cacheMaxAge = v }
         if let v = try double("batch_retention_days", 0.001...3650) { settings.batchRetentionDays = v }
+        if let v = try int("max_connections_per_client", 1...1_000_000) { settings.limits.maxConnectionsPerClient = v }
+        if let v = try int("max_vote_entries_per_source", 1...10_000_000) { settings.maxVoteEntriesPerSource = v }
+        if let v = try int("max_keys", 1...100_000_000) { settings.keys.maxKeys = v }
+        if let v = try int("max_indexed_keys", 1...100_000_000) { settings.maxIndexedKeys = v }
+        if let v = try int("max_languages_per_model", 1...100_000) { settings.keys.maxLanguagesPerModel = v }
+        if let v = try int("max_new_keys_per_source_per_day", 0...100_000_000) { settings.keys.maxNewKeysPerSourcePerDay = v }
+        if let v = try double("unconfirmed_key_retention_days", 0...3650) { settings.unconfirmedKeyRetentionDays = v }
+        func mode(_ key: String) throws(SettingsError) -> UInt32? {
+            guard let value = values[key] else { return nil }
+            guard let parsed = UInt32(value.text, radix: 8), parsed <= 0o777 else {
+                throw bad(key, "must be an octal file mode such as 0660")
+            }
+            return parsed
+        }
+        if let v = try mode("unix_socket_mode") { settings.unixSocketMode = v }
+        if let v = try mode("database_mode") { settings.databaseMode = v }
         if settings.listen.isEmpty && settings.unixSocket == nil {
             throw SettingsError(message: "nothing to listen on: set listen or unix_socket")
         }

@@ -18,6 +18,15 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
     case shuttingDown
     case unavailable(String)
 
+    /// What a client may be told: no file paths, no SQLite messages (those go to the log).
+    public var publicReason: String {
+        switch self {
+        case .queueFull: "write queue is full"
+        case .shuttingDown: "kbtd is shutting down"
+        case .unavailable: "the database is unavailable; retry later"
+        }
+    }
+
     public var description: String {
         switch self {
         case .queueFull: "write queue is full"
@@ -53,6 +62,27 @@ public final class GroupCommitWriter: Sendable {
         var heartbeat = ContinuousClock.now
         var storedBatches = 0
         var duplicateBatches = 0
+        var walBytes: Int64 = 0
+    }
+
+    /// Housekeeping the writer thread does between commits.
+    public struct Upkeep: Sendable {
+        /// Seconds seen batch ids are kept (pruned hourly).
+        public var retention: Double
+        /// Seconds a key never admitted to the index is kept (0: forever).
+        public var unconfirmedKeyRetention: Double = 0
+        /// WAL size past which a truncating checkpoint is tried after commits.
+        public var walLimitBytes: Int64 = 64 << 20
+        /// Told which keys the pruning deleted.
+        public var onForget: @Sendable ([SeriesKey]) -> Void = { _ in }
+
+        public init(retention: Double, unconfirmedKeyRetention: Double = 0, walLimitBytes: Int64 = 64 << 20,
+                    onForget: @escaping @Sendable ([SeriesKey]) -> Void = { _ in }) {
+            self.retention = retention
+            self.unconfirmedKeyRetention = unconfirmedKeyRetention
+            self.walLimitBytes = walLimitBytes
+            self.onForget = onForget
+        }
     }
 
     public let maxBatchesPerCommit: Int
@@ -67,13 +97,20 @@ public final class GroupCommitWriter: Sendable {
     /// retries every second, so ingest recovers by itself.
     ///
     /// - Parameter retention: seconds seen batch ids are kept (pruned hourly).
+    public convenience init(openStore: @escaping @Sendable () throws -> any TelemetryStore, capacity: Int,
+                            maxBatchesPerCommit: Int = 4096, retention: Double, logger: Logger,
+                            onCommit: @escaping CommitObserver) {
+        self.init(openStore: openStore, capacity: capacity, maxBatchesPerCommit: maxBatchesPerCommit,
+                  upkeep: Upkeep(retention: retention), logger: logger, onCommit: onCommit)
+    }
+
     public init(openStore: @escaping @Sendable () throws -> any TelemetryStore, capacity: Int, maxBatchesPerCommit: Int = 4096,
-                retention: Double, logger: Logger, onCommit: @escaping CommitObserver) {
+                upkeep: Upkeep, logger: Logger, onCommit: @escaping CommitObserver) {
         self.state = Mutex(State(capacity: capacity))
         self.maxBatchesPerCommit = maxBatchesPerCommit
         self.logger = logger
         let thread = Thread { [self] in
-            self.run(openStore: openStore, retention: retention, onCommit: onCommit)
+            self.run(openStore: openStore, upkeep: upkeep, onCommit: onCommit)
         }
         thread.name = "kbtd-writer"
         thread.start()
@@ -113,6 +150,9 @@ public final class GroupCommitWriter: Sendable {
     /// fsync, a lock) is stuck: the systemd watchdog stops on it.
     public var heartbeatAge: Duration { ContinuousClock.now - state.withLock { $0.heartbeat } }
 
+    /// Bytes in the write-ahead log, as of the last commit.
+    public var walBytes: Int64 { state.withLock { $0.walBytes } }
+
     /// Batches committed and duplicates recognised since start.
     public var totals: (stored: Int, duplicates: Int) { state.withLock { ($0.storedBatches, $0.duplicateBatches) } }
 
@@ -128,10 +168,11 @@ public final class GroupCommitWriter: Sendable {
         finished.wait()
     }
 
-    private func run(openStore: () throws -> any TelemetryStore, retention: Double, onCommit: CommitObserver) {
+    private func run(openStore: () throws -> any TelemetryStore, upkeep: Upkeep, onCommit: CommitObserver) {
         var store: (any TelemetryStore)?
         var lastOpenAttempt = ContinuousClock.now - .seconds(10)
         var lastPrune = 0.0
+        var lastIdleCheckpoint = 0.0
         while true {
             if store == nil, ContinuousClock.now - lastOpenAttempt >= .seconds(1) {
                 lastOpenAttempt = ContinuousClock.now
@@ -149,7 +190,10 @@ public final class GroupCommitWriter: Sendable {
             let now = Date().timeIntervalSince1970
             if let store, now - lastPrune > 3600 {
                 lastPrune = now
-                prune(store, before: Int64(now - retention))
+                prune(store, before: Int64(now - upkeep.retention))
+                if upkeep.unconfirmedKeyRetention > 0 {
+                    pruneKeys(store, before: Int64(now - upkeep.unconfirmedKeyRetention), onForget: upkeep.onForget)
+                }
             }
             let (jobs, stopping) = state.withLock { state -> ([Job], Bool) in
                 state.heartbeat = ContinuousClock.now
@@ -160,6 +204,12 @@ public final class GroupCommitWriter: Sendable {
             }
             if jobs.isEmpty {
                 if stopping { break }
+                // Idle: a WAL a long reader kept from shrinking is truncated once it lets go.
+                if let store, now - lastIdleCheckpoint >= 5 {
+                    lastIdleCheckpoint = now
+                    let wal = store.checkpointIfLarge(limit: upkeep.walLimitBytes)
+                    state.withLock { $0.walBytes = wal }
+                }
                 _ = wakeup.wait(timeout: .now() + .milliseconds(500))
                 continue
             }
@@ -167,6 +217,8 @@ public final class GroupCommitWriter: Sendable {
                 // After a failed commit the connection is dropped and reopened:
                 // a file system that went read-only leaves SQLite read-only until then.
                 if !commit(jobs, store: open, onCommit: onCommit) { store = nil }
+                let wal = open.checkpointIfLarge(limit: upkeep.walLimitBytes)
+                state.withLock { $0.walBytes = wal }
             } else {
                 let reason = state.withLock { $0.lastError } ?? "database not open"
                 for job in jobs { job.continuation.resume(throwing: WriteError.unavailable(reason)) }
@@ -202,6 +254,23 @@ public final class GroupCommitWriter: Sendable {
             }
             return false
         }
+    }
+
+    /// Deletes keys that never gathered `min_sources` networks, in slices so
+    /// commits go on between them.
+    private func pruneKeys(_ store: any TelemetryStore, before cutoff: Int64, onForget: ([SeriesKey]) -> Void) {
+        var total = 0
+        do {
+            while true {
+                let removed = try store.pruneUnconfirmedKeys(firstSeenBefore: cutoff, limit: 5_000)
+                onForget(removed)
+                total += removed.count
+                if removed.count < 5_000 { break }
+            }
+        } catch {
+            logger.warning("pruning unconfirmed keys failed", metadata: ["error": "\(error)"])
+        }
+        if total > 0 { logger.info("forgot \(total) keys no trusted peer or min_sources networks confirmed in time") }
     }
 
     private func prune(_ store: any TelemetryStore, before cutoff: Int64) {

@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 import KBTDCore
 
 /// `TelemetryStore` on SQLite: WAL, `synchronous=FULL`, one transaction per
@@ -10,31 +13,73 @@ public final class SQLiteTelemetryStore: TelemetryStore {
     private let db: SQLiteConnection
     private var statements: [String: SQLiteStatement] = [:]
     public let path: String
+    /// When keys join the in-memory index (read by each commit: reloadable).
+    private let admission: @Sendable () -> IndexAdmission
+    /// Fingerprints of keys admitted to the index (writer side).
+    private var admittedKeys: Set<UInt64> = []
 
     /// Opens (creating and migrating when read-write) the database at `path`.
-    public init(path: String, access: Access = .readWrite) throws(SQLiteError) {
+    ///
+    /// - Parameters:
+    ///   - fileMode: permissions of a database file this call creates (the WAL
+    ///     and shared-memory files inherit them); an existing file keeps its own.
+    ///   - admission: when keys join the in-memory index.
+    /// - Throws: `UnusableDatabase` for a file kbtd must not or cannot use
+    ///   (another application's, a newer schema, garbage, a directory, a
+    ///   folder that does not exist or cannot be written); `SQLiteError` otherwise.
+    public init(path: String, access: Access = .readWrite, fileMode: UInt32 = 0o600,
+                admission: @escaping @Sendable () -> IndexAdmission = { IndexAdmission() }) throws {
         self.path = path
+        self.admission = admission
         if access == .readOnly {
             do {
                 db = try Self.openReadOnly(path, mode: .readOnly)
-            } catch {
+            } catch let error as SQLiteError {
                 // No WAL index to share and no way to create one (read-only file system,
                 // daemon stopped): read the file as it is.
+                guard error.code != SQLITE_NOTADB else { throw error }
                 db = try Self.openReadOnly(path, mode: .immutable)
             }
             return
         }
-        db = try SQLiteConnection(path: path, mode: .readWrite)
-        try db.execute("PRAGMA busy_timeout = 5000;")
-        if access == .readWrite {
-            // SQLite silently opens a file on a read-only file system read-only: refuse instead.
-            guard sqlite3_db_readonly(db.handle, "main") != 1 else {
-                throw SQLiteError(code: SQLITE_READONLY, message: "the database file or its file system is read-only",
-                                  context: "opening \(path)")
-            }
-            try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
-            try migrate()
+        try DatabaseFile.prepare(path, mode: fileMode)
+        do {
+            db = try SQLiteConnection(path: path, mode: .readWrite)
+            try db.execute("PRAGMA busy_timeout = 5000;")
+            try Self.checkOwnership(db, path: path)
+        } catch let error as SQLiteError where error.code & 0xFF == SQLITE_NOTADB {
+            throw UnusableDatabase.notKbtd(path: path, why: "the file is not an SQLite database")
         }
+        // SQLite silently opens a file on a read-only file system read-only: refuse instead.
+        guard sqlite3_db_readonly(db.handle, "main") != 1 else {
+            throw SQLiteError(code: SQLITE_READONLY, message: "the database file or its file system is read-only",
+                              context: "opening \(path)")
+        }
+        try db.execute("""
+            PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;
+            PRAGMA journal_size_limit = 67108864;
+            """)
+        try migrate()
+        try statement("SELECT model, os_major, language, orientation, keyboard_type FROM keys WHERE admitted_at IS NOT NULL")
+            .forEachRow { row in
+                if let key = Self.series(row) { admittedKeys.insert(key.fingerprint) }
+            }
+    }
+
+    /// Refuses another application's SQLite file before anything is written to it.
+    private static func checkOwnership(_ db: SQLiteConnection, path: String) throws {
+        var applicationID: Int64 = 0
+        try db.prepare("PRAGMA application_id").forEachRow { applicationID = $0.int(0) }
+        if applicationID == Int64(Schema.applicationID) { return }
+        guard applicationID == 0 else {
+            throw UnusableDatabase.notKbtd(path: path, why: "it belongs to another application (application_id \(applicationID))")
+        }
+        var tables: [String] = []
+        try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").forEachRow { tables.append($0.text(0)) }
+        // Empty (new) or a kbtd database from before application_id was set: ours.
+        if tables.isEmpty || tables.contains("schema_migrations") { return }
+        throw UnusableDatabase.notKbtd(
+            path: path, why: "it holds other tables (\(tables.prefix(3).joined(separator: ", "))) and no kbtd schema")
     }
 
     /// Opens read-only and checks that the file holds a kbtd schema.
@@ -63,22 +108,25 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         return version
     }
 
-    private func migrate() throws(SQLiteError) {
-        try db.execute("""
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version    INTEGER PRIMARY KEY,
-                name       TEXT NOT NULL,
-                applied_at INTEGER NOT NULL
-            );
-            """)
+    /// Brings the schema up to date. Every step, including the first one's
+    /// bookkeeping table, runs in one transaction: a crash leaves a version
+    /// applied whole or not at all.
+    private func migrate() throws {
         let current = try appliedVersion()
         guard current <= Schema.latestVersion else {
-            throw SQLiteError(code: SQLITE_ERROR, message: "database schema version \(current) is newer than this kbtd (\(Schema.latestVersion))",
-                              context: "opening \(path)")
+            throw UnusableDatabase.newerSchema(path: path, version: current, supported: Schema.latestVersion)
         }
         for migration in Schema.migrations where migration.version > current {
             try db.execute("BEGIN IMMEDIATE;")
             do {
+                try db.execute("""
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version    INTEGER PRIMARY KEY,
+                        name       TEXT NOT NULL,
+                        applied_at INTEGER NOT NULL
+                    );
+                    PRAGMA application_id = \(Schema.applicationID);
+                    """)
                 try db.execute(migration.sql)
                 try statement("INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, strftime('%s','now'))")
                     .run([.int(Int64(migration.version)), .text(migration.name)])
@@ -87,6 +135,9 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                 try? db.execute("ROLLBACK;")
                 throw error
             }
+        }
+        if current == Schema.latestVersion {
+            try db.execute("PRAGMA application_id = \(Schema.applicationID);")
         }
     }
 
@@ -142,27 +193,83 @@ public final class SQLiteTelemetryStore: TelemetryStore {
 
     // MARK: TelemetryStore
 
+    private static let registerKey = """
+        INSERT INTO keys(model, os_major, language, orientation, keyboard_type, first_seen, admitted_at)
+        VALUES (?, ?, ?, ?, ?, ?, NULL) ON CONFLICT DO NOTHING
+        """
+    private static let countKeySources = """
+        SELECT COUNT(*), COALESCE(MAX(source = 0), 0) FROM key_sources
+        WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?
+        """
+    private static let admitKey = """
+        UPDATE keys SET admitted_at = ?
+        WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?
+        """
+    static let keyColumns = "model, os_major, language, orientation, keyboard_type"
+    private static let oneKey = "model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?"
+
     public func commit(_ batches: [PendingBatch]) throws -> CommitResult {
         try db.execute("BEGIN IMMEDIATE;")
         do {
             var stored: [Bool] = []
             stored.reserveCapacity(batches.count)
             var added = AggregateDelta()
+            var trustedKeys: Set<SeriesKey> = []
             let insertBatch = try statement(Self.insertBatchID)
             for batch in batches {
                 try insertBatch.run([.text(batch.batchID), .int(batch.receivedAt), .text(batch.model), .text(batch.os),
                                      .int(Int64(batch.accepted)), .int(Int64(batch.rejected))])
                 let isNew = db.changes == 1
                 stored.append(isNew)
-                if isNew { added.merge(batch.delta) }
+                guard isNew else { continue }
+                added.merge(batch.delta)
+                if batch.source == .trusted { trustedKeys.formUnion(batch.delta.seriesKeys) }
             }
             try write(added)
+            let (indexed, admitted) = try admit(added, trusted: trustedKeys, now: batches.map(\.receivedAt).max() ?? 0)
             try db.execute("COMMIT;")
-            return CommitResult(stored: stored, added: added)
+            return CommitResult(stored: stored, added: indexed, admitted: admitted)
         } catch {
             try? db.execute("ROLLBACK;")
             throw error
         }
+    }
+
+    /// Registers the commit's keys and decides which reach the index: keys
+    /// already admitted pass their new counts; a key reported by a trusted
+    /// peer or by `minSources` networks is admitted now and passes everything
+    /// stored for it; the rest stay on disk.
+    private func admit(_ added: AggregateDelta, trusted: Set<SeriesKey>, now: Int64) throws -> (AggregateDelta, Int) {
+        let rules = admission()
+        let register = try statement(Self.registerKey)
+        var pass: Set<SeriesKey> = []
+        var newlyAdmitted: [SeriesKey] = []
+        for key in added.seriesKeys {
+            let values = Self.keyValues(key)
+            let fingerprint = key.fingerprint
+            if admittedKeys.contains(fingerprint) {
+                pass.insert(key)
+                continue
+            }
+            try register.run(values + [.int(now)])
+            var sources: Int64 = 0
+            var hasTrusted = trusted.contains(key)
+            if !hasTrusted {
+                try statement(Self.countKeySources).forEachRow(values) { row in
+                    sources = row.int(0)
+                    hasTrusted = row.int(1) != 0
+                }
+            }
+            guard hasTrusted || sources >= Int64(rules.minSources), admittedKeys.count < rules.maxIndexedKeys else { continue }
+            try statement(Self.admitKey).run([.int(now)] + values)
+            admittedKeys.insert(fingerprint)
+            newlyAdmitted.append(key)
+        }
+        var indexed = added.filter { pass.contains($0) }
+        for key in newlyAdmitted {
+            indexed.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
+        }
+        return (indexed, newlyAdmitted.count)
     }
 
     private func write(_ delta: AggregateDelta) throws(SQLiteError) {
@@ -196,45 +303,102 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         }
     }
 
+    static func series(_ row: SQLiteRow) -> SeriesKey? {
+        guard let orientation = Orientation(rawValue: row.text(3)) else { return nil }
+        return SeriesKey(model: row.text(0), osMajor: Int(row.int(1)), language: row.text(2),
+                         orientation: orientation, keyboardType: row.text(4))
+    }
+
     public func loadCounts() throws -> AggregateDelta {
+        try readCounts(where: nil, [])
+    }
+
+    public func loadIndexCounts() throws -> AggregateDelta {
+        try readCounts(where: "(\(Self.keyColumns)) IN (SELECT \(Self.keyColumns) FROM keys WHERE admitted_at IS NOT NULL)", [])
+    }
+
+    /// Reads counts, one short read transaction per table (so a large
+    /// database never pins one snapshot, and the WAL, for the whole read).
+    private func readCounts(where condition: String?, _ values: [SQLiteValue]) throws -> AggregateDelta {
         var delta = AggregateDelta()
-        func series(_ row: SQLiteRow) -> SeriesKey? {
-            guard let orientation = Orientation(rawValue: row.text(3)) else { return nil }
-            return SeriesKey(model: row.text(0), osMajor: Int(row.int(1)), language: row.text(2),
-                             orientation: orientation, keyboardType: row.text(4))
+        let filter = condition.map { " WHERE " + $0 } ?? ""
+        let keyColumns = Self.keyColumns
+        let inTransaction = sqlite3_get_autocommit(db.handle) == 0
+        func read(_ sql: String, _ body: (SQLiteRow, SeriesKey) -> Void) throws {
+            if !inTransaction { try db.execute("BEGIN;") }
+            defer { if !inTransaction { try? db.execute("COMMIT;") } }
+            try statement(sql + filter).forEachRow(values) { row in
+                guard let key = Self.series(row) else { return }
+                body(row, key)
+            }
         }
-        let keyColumns = "model, os_major, language, orientation, keyboard_type"
-        try db.execute("BEGIN;")
-        defer { try? db.execute("COMMIT;") }
-        try statement("SELECT \(keyColumns), placement, height_bin, count FROM height_counts").forEachRow { row in
-            guard let key = series(row), let placement = Placement(rawValue: row.text(5)) else { return }
+        try read("SELECT \(keyColumns), placement, height_bin, count FROM height_counts") { row, key in
+            guard let placement = Placement(rawValue: row.text(5)) else { return }
             delta.heights[HeightCountKey(series: key, placement: placement, halfPoints: HeightBin.halfPoints(row.double(6))),
                           default: 0] += row.int(7)
         }
-        try statement("SELECT \(keyColumns), event, duration_ms, curve, count FROM animation_counts").forEachRow { row in
-            guard let key = series(row), let event = KeyboardEvent(rawValue: row.text(5)) else { return }
+        try read("SELECT \(keyColumns), event, duration_ms, curve, count FROM animation_counts") { row, key in
+            guard let event = KeyboardEvent(rawValue: row.text(5)) else { return }
             delta.animations[AnimationCountKey(series: key, event: event,
                                                bin: AnimationBin(durationMs: Int(row.int(6)), curve: Int(row.int(7)))),
                              default: 0] += row.int(8)
         }
-        try statement("SELECT \(keyColumns), preloaded, bucket, count FROM cold_start_counts").forEachRow { row in
-            guard let key = series(row) else { return }
+        try read("SELECT \(keyColumns), preloaded, bucket, count FROM cold_start_counts") { row, key in
             delta.coldStarts[ColdStartCountKey(series: key, preloaded: row.int(5) != 0, bucket: Int(row.int(6))),
                              default: 0] += row.int(7)
         }
-        try statement("SELECT \(keyColumns), safe_area_bin, count FROM safe_area_counts").forEachRow { row in
-            guard let key = series(row) else { return }
+        try read("SELECT \(keyColumns), safe_area_bin, count FROM safe_area_counts") { row, key in
             delta.safeAreas[SeriesBin(series: key, halfPoints: HeightBin.halfPoints(row.double(5))), default: 0] += row.int(6)
         }
-        try statement("SELECT \(keyColumns), height_bin, votes FROM height_votes").forEachRow { row in
-            guard let key = series(row) else { return }
+        try read("SELECT \(keyColumns), height_bin, votes FROM height_votes") { row, key in
             delta.votes[SeriesBin(series: key, halfPoints: HeightBin.halfPoints(row.double(5))), default: 0] += row.int(6)
         }
-        try statement("SELECT \(keyColumns), source FROM key_sources").forEachRow { row in
-            guard let key = series(row) else { return }
+        try read("SELECT \(keyColumns), source FROM key_sources") { row, key in
             delta.sources[key, default: []].insert(SourceID(UInt64(bitPattern: row.int(5))))
         }
         return delta
+    }
+
+    public func forEachKey(_ body: (SeriesKey) -> Void) throws {
+        try db.execute("BEGIN;")
+        defer { try? db.execute("COMMIT;") }
+        try statement("SELECT \(Self.keyColumns) FROM keys").forEachRow { row in
+            if let key = Self.series(row) { body(key) }
+        }
+    }
+
+    public func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {
+        try db.execute("BEGIN IMMEDIATE;")
+        do {
+            var doomed: [SeriesKey] = []
+            try statement("SELECT \(Self.keyColumns) FROM keys WHERE admitted_at IS NULL AND first_seen < ? LIMIT ?")
+                .forEachRow([.int(cutoff), .int(Int64(limit))]) { row in
+                    if let key = Self.series(row) { doomed.append(key) }
+                }
+            for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
+                          "key_sources", "keys"] {
+                let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
+                for key in doomed { try delete.run(Self.keyValues(key)) }
+            }
+            try db.execute("COMMIT;")
+            return doomed
+        } catch {
+            try? db.execute("ROLLBACK;")
+            throw error
+        }
+    }
+
+    public func checkpointIfLarge(limit: Int64) -> Int64 {
+        var info = stat()
+        guard stat(path + "-wal", &info) == 0 else { return 0 }
+        guard Int64(info.st_size) > limit else { return Int64(info.st_size) }
+        // Never wait for readers here: a reader holding an old snapshot makes
+        // the checkpoint busy, and the next commit tries again.
+        sqlite3_busy_timeout(db.handle, 0)
+        _ = try? db.execute("PRAGMA wal_checkpoint(TRUNCATE);")
+        sqlite3_busy_timeout(db.handle, 5000)
+        guard stat(path + "-wal", &info) == 0 else { return 0 }
+        return Int64(info.st_size)
     }
 
     public func pruneBatchIDs(receivedBefore cutoff: Int64) throws -> Int {

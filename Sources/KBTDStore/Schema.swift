@@ -97,7 +97,31 @@ enum Schema {
                 SELECT DISTINCT model, os_major, language, orientation, keyboard_type, 0
                 FROM height_counts WHERE placement = 'docked';
             """),
+        Migration(version: 3, name: "key registry: first seen, admitted to the index (bounded keys)", sql: """
+            CREATE TABLE keys (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                first_seen    INTEGER NOT NULL,
+                admitted_at   INTEGER,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type)
+            ) WITHOUT ROWID;
+            INSERT INTO keys
+                SELECT DISTINCT model, os_major, language, orientation, keyboard_type, strftime('%s','now'), NULL
+                FROM animation_counts;
+            UPDATE keys SET admitted_at = first_seen
+                WHERE (model, os_major, language, orientation, keyboard_type) IN (
+                    SELECT model, os_major, language, orientation, keyboard_type FROM key_sources
+                    GROUP BY model, os_major, language, orientation, keyboard_type
+                    HAVING COUNT(*) >= 3 OR MAX(source = 0) = 1);
+            """),
     ]
+
+    /// `PRAGMA application_id` of a kbtd database ("kbtd" in ASCII): tells
+    /// kbtd's files from other applications' SQLite files.
+    static let applicationID: Int32 = 0x6B62_7464
 
     static var latestVersion: Int { migrations.last!.version }
 }

@@ -9,6 +9,9 @@ public struct PendingBatch: Sendable {
     public var accepted: Int
     public var rejected: Int
     public var delta: AggregateDelta
+    /// Who sent it: a trusted peer's keys answer at once, an untrusted network's
+    /// only once `min_sources` networks reported them.
+    public var source: SourceID = .trusted
 
     public init(batchID: String, receivedAt: Int64, model: String, os: String, accepted: Int, rejected: Int, delta: AggregateDelta) {
         self.batchID = batchID
@@ -27,10 +30,28 @@ public struct PendingBatch: Sendable {
 }
 
 /// What a commit did: per batch whether it was new (false: a retry of a stored
-/// batch id, counted nothing), and the counts it actually added.
+/// batch id, counted nothing), and what the in-memory index must add.
 public struct CommitResult: Sendable {
     public var stored: [Bool]
+    /// Counts for the index: the commit's counts of keys already admitted, plus
+    /// every stored count of keys this commit admitted. Unconfirmed keys' counts
+    /// are stored (and shown by `kbtd stats`) but stay out of memory.
     public var added: AggregateDelta
+    /// Keys this commit admitted to the index.
+    public var admitted: Int = 0
+}
+
+/// When a key joins the in-memory index (the rest stay on disk only).
+public struct IndexAdmission: Sendable, Equatable {
+    /// Distinct untrusted networks that must report a key (a trusted peer suffices alone).
+    public var minSources = 3
+    /// Most keys the index holds; past it new keys stay on disk until restart frees room.
+    public var maxIndexedKeys = 100_000
+
+    public init(minSources: Int = 3, maxIndexedKeys: Int = 100_000) {
+        self.minSources = minSources
+        self.maxIndexedKeys = maxIndexedKeys
+    }
 }
 
 /// Durable storage of aggregates and seen batch ids. SQLite now; a PostgreSQL
@@ -41,6 +62,15 @@ public protocol TelemetryStore: AnyObject {
     func commit(_ batches: [PendingBatch]) throws -> CommitResult
     /// Every count in the store, read as one delta from empty.
     func loadCounts() throws -> AggregateDelta
+    /// The counts of admitted keys only: what the in-memory index starts from.
+    func loadIndexCounts() throws -> AggregateDelta
+    /// Calls `body` with every stored key (admitted or not).
+    func forEachKey(_ body: (SeriesKey) -> Void) throws
+    /// Deletes keys never admitted and first seen before `cutoff` (Unix
+    /// seconds) with all their counts, at most `limit` a call; returns them.
+    func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey]
+    /// Bytes in the write-ahead log; runs a truncating checkpoint first when it grew past `limit`.
+    func checkpointIfLarge(limit: Int64) -> Int64
     /// Forgets batch ids received before `cutoff` (Unix seconds); returns how many.
     func pruneBatchIDs(receivedBefore cutoff: Int64) throws -> Int
     /// How many batch ids are remembered.

@@ -29,7 +29,7 @@ struct Height: ParsableCommand {
         if let database { flags["database"] = database }
         let settings = try resolveSettings(config: config, flags: flags)
         var index = HeightIndex()
-        index.apply(try openCounts(settings.database))
+        index.apply(try openCounts(settings.database, indexOnly: true))
         let estimate = HeightEstimator(settings: settings.estimator).estimate(query, in: index)
         print(estimate.json.serialized())
     }

@@ -17,7 +17,15 @@ let kbtdVersion = "0.1.0"
 /// Exit codes of DESIGN.md §2 (sysexits.h).
 enum ExitStatus {
     static let usage: Int32 = 64
+    /// The database is not a kbtd database (garbage, another application's, a newer schema).
+    static let dataError: Int32 = 65
     static let noInput: Int32 = 66
+    /// A listen address cannot be bound (in use, not permitted).
+    static let unavailable: Int32 = 69
+    /// The database cannot be created (a directory, a missing or read-only folder).
+    static let cannotCreate: Int32 = 73
+    /// Another kbtd holds the database or the Unix socket.
+    static let tempFail: Int32 = 75
     static let software: Int32 = 70
     static let config: Int32 = 78
 }

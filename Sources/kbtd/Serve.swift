@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KBTDServer
+import KBTDStore
 import Logging
 
 struct Serve: AsyncParsableCommand {
@@ -43,8 +44,20 @@ struct Serve: AsyncParsableCommand {
         do {
             try await Daemon(settings: settings, logger: logger, logLevel: control, reload: reload).run()
         } catch {
-            logger.critical("kbtd failed: \(error)")
-            throw ExitCode(1)
+            let code = Self.exitCode(for: error)
+            logger.critical("kbtd failed: \(error)", metadata: ["exit_code": "\(code)"])
+            throw ExitCode(code)
+        }
+    }
+
+    /// Documented exit codes (README, "Exit codes"; sysexits.h) for what stops the daemon.
+    static func exitCode(for error: any Error) -> Int32 {
+        switch error {
+        case UnusableDatabase.notKbtd, UnusableDatabase.newerSchema: ExitStatus.dataError
+        case UnusableDatabase.cannotCreate: ExitStatus.cannotCreate
+        case is AlreadyLocked: ExitStatus.tempFail
+        case is CannotListen: ExitStatus.unavailable
+        default: 1
         }
     }
 }

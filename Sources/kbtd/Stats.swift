@@ -43,13 +43,15 @@ struct Stats: ParsableCommand {
     }
 }
 
-/// Reads every count from the database read-only; exit 66 when it is missing.
-func openCounts(_ path: String) throws -> AggregateDelta {
+/// Reads counts from the database read-only (every key, or only the keys
+/// admitted to the daemon's index); exit 66 when it is missing.
+func openCounts(_ path: String, indexOnly: Bool = false) throws -> AggregateDelta {
     guard FileManager.default.fileExists(atPath: path) else {
         throw fail("database \(path) does not exist (set --database or KBTD_DATABASE)", code: ExitStatus.noInput)
     }
     do {
-        return try SQLiteTelemetryStore(path: path, access: .readOnly).loadCounts()
+        let store = try SQLiteTelemetryStore(path: path, access: .readOnly)
+        return try indexOnly ? store.loadIndexCounts() : store.loadCounts()
     } catch {
         throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
     }

@@ -86,7 +86,8 @@ struct HeightTests {
         #expect(json["model"] == .string("iPhone17,1"))
         #expect(json["os"] == .string("26.1"))
         let estimates = json["estimates"]?.array ?? []
-        #expect(estimates.map { $0["language"]?.string ?? "" } == ["en-US", "fr-FR"])
+        // fr-FR has 5 samples on this model: too few to answer from its own data, so it is not listed.
+        #expect(estimates.map { $0["language"]?.string ?? "" } == ["en-US"])
         #expect(estimates.first?["basis"] == .string("model+os+language"))
         #expect(estimates.first?["height"] == .number(336))
         #expect(json["default"]?["portrait"]?["basis"] == .string("model"))

@@ -7,22 +7,98 @@ import Synchronization
 final class SourceWeights: Sendable {
     private let policy: Mutex<SourcePolicy>
 
-    init(maxVotesPerSource: Int) {
-        policy = Mutex(SourcePolicy(maxVotesPerSource: Int64(maxVotesPerSource)))
+    init(maxVotesPerSource: Int, maxEntriesPerSource: Int) {
+        var policy = SourcePolicy(maxVotesPerSource: Int64(maxVotesPerSource))
+        policy.maxEntriesPerSource = maxEntriesPerSource
+        self.policy = Mutex(policy)
     }
 
-    func update(maxVotesPerSource: Int) {
-        policy.withLock { $0.maxVotesPerSource = Int64(maxVotesPerSource) }
+    func update(maxVotesPerSource: Int, maxEntriesPerSource: Int) {
+        policy.withLock {
+            $0.maxVotesPerSource = Int64(maxVotesPerSource)
+            $0.maxEntriesPerSource = maxEntriesPerSource
+        }
     }
 
-    func weigh(_ delta: inout AggregateDelta, context: KBTDRequestContext, trusted: TrustedPeers, now: Double) {
+    /// The batch's source: `.trusted` for trusted peers, else its client network's hash.
+    static func source(of context: KBTDRequestContext, trusted: TrustedPeers) -> SourceID {
         let isTrusted = switch trusted {
         case .local: context.isLocalPeer
         case .unix: context.isUnixPeer
         case .none: false
         }
-        guard !isTrusted else { return }
-        let source = SourceID(network: ClientRateLimiter.clientKey(context.remoteAddress))
+        return isTrusted ? .trusted : SourceID(network: ClientRateLimiter.clientKey(context.remoteAddress))
+    }
+
+    func weigh(_ delta: inout AggregateDelta, source: SourceID, now: Double) {
+        guard source != .trusted else { return }
         policy.withLock { $0.apply(to: &delta, source: source, now: now) }
+    }
+
+    /// Votes refused today because a source's or the ledger's budget was spent, and entries tracked.
+    var ledger: (refusedVotes: Int64, entries: Int) { policy.withLock { ($0.refusedVotes, $0.trackedEntries) } }
+}
+
+/// The shared `KeyAdmission`: which samples may create new aggregation keys.
+final class KeyGate: Sendable {
+    private let admission: Mutex<KeyAdmission>
+
+    init(limits: KeyLimits) {
+        admission = Mutex(KeyAdmission(limits: limits))
+    }
+
+    func update(_ limits: KeyLimits) { admission.withLock { $0.limits = limits } }
+
+    func remember(_ keys: [SeriesKey]) { admission.withLock { for key in keys { $0.remember(key) } } }
+
+    func forget(_ keys: [SeriesKey]) { admission.withLock { for key in keys { $0.forget(key) } } }
+
+    var keyCount: Int { admission.withLock { $0.keyCount } }
+
+    /// Removes the samples whose key may not be created from `batch`, adding
+    /// each to its `rejected` list with field `key`; returns the refusals by kind.
+    func screen(_ batch: inout ValidatedBatch, source: SourceID, now: Double) -> [KeyRefusal: Int] {
+        var refusals: [KeyRefusal: Int] = [:]
+        admission.withLock { admission in
+            var decisions: [SeriesKey: KeyRefusal?] = [:]
+            var kept: [Sample] = []
+            kept.reserveCapacity(batch.samples.count)
+            var rejected: [SampleError] = []
+            // Accepted samples fill the indices the validator did not reject, in order.
+            var faults = batch.rejected.makeIterator()
+            var nextFault = faults.next()
+            var index = 0
+            for sample in batch.samples {
+                while let fault = nextFault, fault.index == index {
+                    rejected.append(fault)
+                    nextFault = faults.next()
+                    index += 1
+                }
+                let key = SeriesKey(model: batch.device.model, osMajor: batch.device.osMajor, language: sample.language,
+                                    orientation: sample.orientation, keyboardType: sample.keyboardType)
+                let decision: KeyRefusal?
+                if let known = decisions[key] {
+                    decision = known
+                } else {
+                    decision = admission.admit(key, source: source, now: now)
+                    decisions[key] = decision
+                }
+                if let refusal = decision {
+                    refusals[refusal, default: 0] += 1
+                    rejected.append(SampleError(index: index, field: "key", reason: refusal.reason(admission.limits)))
+                } else {
+                    kept.append(sample)
+                }
+                index += 1
+            }
+            while let fault = nextFault {
+                rejected.append(fault)
+                nextFault = faults.next()
+            }
+            guard !refusals.isEmpty else { return }
+            batch.samples = kept
+            batch.rejected = rejected
+        }
+        return refusals
     }
 }

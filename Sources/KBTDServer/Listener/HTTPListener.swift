@@ -58,15 +58,20 @@ public struct HTTPListener: Service {
             return channel.setup(channel: child, logger: logger)
         }
         let server: NIOAsyncChannel<HTTP1Channel.Value, Never>
-        switch socket {
-        case .tcp(let address):
-            server = try await bootstrap.bind(host: address.host, port: address.port, serverBackPressureStrategy: nil,
-                                              childChannelInitializer: childSetup)
-        case .unix(let path):
-            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true,
-                                              serverBackPressureStrategy: nil, childChannelInitializer: childSetup)
-        case .inherited(let inherited):
-            server = try await bootstrap.bind(inherited.fd, serverBackPressureStrategy: nil, childChannelInitializer: childSetup)
+        do {
+            switch socket {
+            case .tcp(let address):
+                server = try await bootstrap.bind(host: address.host, port: address.port, serverBackPressureStrategy: nil,
+                                                  childChannelInitializer: childSetup)
+            case .unix(let path):
+                // Only once this process holds the socket's lock (Daemon), so a live socket is never removed.
+                server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true,
+                                                  serverBackPressureStrategy: nil, childChannelInitializer: childSetup)
+            case .inherited(let inherited):
+                server = try await bootstrap.bind(inherited.fd, serverBackPressureStrategy: nil, childChannelInitializer: childSetup)
+            }
+        } catch {
+            throw CannotListen(address: socket.description, reason: "\(error)")
         }
         await withGracefulShutdownHandler {
             await onRunning(server.channel.localAddress)
@@ -87,13 +92,21 @@ public struct HTTPListener: Service {
     }
 }
 
+/// A listener that could not bind (address in use, no permission, no such address).
+public struct CannotListen: Error, CustomStringConvertible, Sendable {
+    public var address: String
+    public var reason: String
+    public var description: String { "cannot listen on \(address): \(reason)" }
+}
+
 /// A connection over `max_connections`: closed before any byte is read.
 struct ConnectionLimitReached: Error {}
 
 extension HTTP1Channel {
     /// An HTTP/1.1 channel that answers with `responder` (a Hummingbird router),
     /// adding the `Date` header Hummingbird's `Application` would add.
-    static func serving<R: HTTPResponder>(_ responder: R, limits: ServerSettings.Limits, logger: Logger) -> HTTP1Channel
+    static func serving<R: HTTPResponder>(_ responder: R, limits: ServerSettings.Limits, logger: Logger,
+                                          metrics: ServerMetrics) -> HTTP1Channel
     where R.Context == KBTDRequestContext {
         let header = TimeAmount.seconds(Int64(limits.headerTimeoutSeconds))
         let body = TimeAmount.seconds(Int64(limits.bodyTimeoutSeconds))
@@ -101,7 +114,8 @@ extension HTTP1Channel {
         var configuration = HTTP1Channel.Configuration(idleTimeout: idle)
         // Added after Hummingbird's codec: sees request heads and ends, enforces the slowloris deadlines.
         configuration.additionalChannelHandlers = {
-            [RequestDeadlineHandler(headerTimeout: header, bodyTimeout: body, idleTimeout: idle)]
+            [MalformedRequestHandler(metrics: metrics),
+             RequestDeadlineHandler(headerTimeout: header, bodyTimeout: body, idleTimeout: idle)]
         }
         let dates = HTTPDate()
         return HTTP1Channel(
@@ -111,9 +125,8 @@ extension HTTP1Channel {
                 do {
                     response = try await responder.respond(to: request, context: context)
                 } catch let error as any HTTPResponseError {
-                    // Router errors (404, 405): Hummingbird's own answer.
-                    response = (try? error.response(from: request, context: context))
-                        ?? JSONResponse.error(error.status, "error", detail: "\(error.status)")
+                    // EveryResponseMiddleware answers router errors; this is the backstop.
+                    response = JSONResponse.error(error.status, "error", detail: "\(error.status.code) \(error.status.reasonPhrase)")
                 } catch {
                     logger.error("unhandled error answering \(request.method) \(request.uri.path): \(error)")
                     response = JSONResponse.error(.internalServerError, "internal error", detail: "see the daemon's log")

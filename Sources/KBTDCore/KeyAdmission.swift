@@ -1,0 +1,138 @@
+/// Caps on how many aggregation keys kbtd will hold, whoever sends them.
+///
+/// Keys are the one thing clients create at will (any `device.model`, any
+/// language tag), and each costs a row per table on disk and, once it may
+/// answer, memory in the index. These caps make both bounded.
+public struct KeyLimits: Sendable, Equatable {
+    /// Distinct keys stored (answering or not); past it new keys are refused.
+    public var maxKeys = 500_000
+    /// Distinct languages one model may have; past it that model's new languages are refused.
+    public var maxLanguagesPerModel = 200
+    /// New keys one untrusted client network may create per UTC day.
+    public var maxNewKeysPerSourcePerDay = 1_000
+    /// Client networks tracked per day for that quota; past it unseen networks create no keys until the next day.
+    public var maxTrackedSources = 100_000
+
+    public init() {}
+}
+
+/// Why a sample's key was refused (the sample is rejected with field `key`).
+public enum KeyRefusal: String, Sendable, CaseIterable {
+    case keyLimit = "key_limit"
+    case languagesPerModel = "languages_per_model"
+    case sourceQuota = "source_quota"
+
+    /// The per-sample reason in a batch receipt.
+    public func reason(_ limits: KeyLimits) -> String {
+        switch self {
+        case .keyLimit: "new key refused: kbtd holds its maximum of \(limits.maxKeys) keys (max_keys)"
+        case .languagesPerModel:
+            "new key refused: this model already has \(limits.maxLanguagesPerModel) languages (max_languages_per_model)"
+        case .sourceQuota:
+            "new key refused: this client network created \(limits.maxNewKeysPerSourcePerDay) new keys today (max_new_keys_per_source_per_day)"
+        }
+    }
+}
+
+/// Decides whether a sample may create a new aggregation key.
+///
+/// It remembers every stored key as a 64-bit fingerprint (8 bytes, not the
+/// key's strings), each model's languages the same way, and per untrusted
+/// source how many keys it created today. A key already stored is always
+/// accepted; a new one must fit every cap in `KeyLimits`. Nothing here can be
+/// reset by a client: the per-source counts start over only at the UTC day
+/// boundary, and a full source table refuses newcomers rather than clearing.
+public struct KeyAdmission: Sendable {
+    public var limits: KeyLimits
+    private var known: Set<UInt64> = []
+    /// model → language → how many stored keys use that pair.
+    private var languagesByModel: [UInt64: [UInt64: Int32]] = [:]
+    private var createdToday: [SourceID: Int] = [:]
+    private var day: Int64 = -1
+
+    public init(limits: KeyLimits = KeyLimits()) {
+        self.limits = limits
+    }
+
+    /// Keys currently remembered.
+    public var keyCount: Int { known.count }
+
+    /// Records a key that is already stored (start-up).
+    public mutating func remember(_ key: SeriesKey) {
+        if known.insert(key.fingerprint).inserted {
+            languagesByModel[Fingerprint.of(key.model), default: [:]][Fingerprint.of(key.language), default: 0] += 1
+        }
+    }
+
+    /// Forgets a key the store deleted (an unconfirmed key past retention).
+    public mutating func forget(_ key: SeriesKey) {
+        guard known.remove(key.fingerprint) != nil else { return }
+        let model = Fingerprint.of(key.model)
+        let language = Fingerprint.of(key.language)
+        guard var languages = languagesByModel[model], let uses = languages[language] else { return }
+        languages[language] = uses > 1 ? uses - 1 : nil
+        languagesByModel[model] = languages.isEmpty ? nil : languages
+    }
+
+    /// Whether a sample of `key` from `source` may be stored; a new key that
+    /// fits is remembered at once (a failed commit only leaves a reserved slot).
+    /// `now` is Unix seconds.
+    public mutating func admit(_ key: SeriesKey, source: SourceID, now: Double) -> KeyRefusal? {
+        let fingerprint = key.fingerprint
+        if known.contains(fingerprint) { return nil }
+        guard known.count < limits.maxKeys else { return .keyLimit }
+        let model = Fingerprint.of(key.model)
+        let language = Fingerprint.of(key.language)
+        let languages = languagesByModel[model]
+        if languages?[language] == nil, (languages?.count ?? 0) >= limits.maxLanguagesPerModel {
+            return .languagesPerModel
+        }
+        if source != .trusted {
+            let today = Int64((now / 86_400).rounded(.down))
+            if today != day {
+                createdToday = [:]
+                day = today
+            }
+            let created = createdToday[source]
+            if created == nil && createdToday.count >= limits.maxTrackedSources { return .sourceQuota }
+            guard (created ?? 0) < limits.maxNewKeysPerSourcePerDay else { return .sourceQuota }
+            createdToday[source] = (created ?? 0) + 1
+        }
+        known.insert(fingerprint)
+        languagesByModel[model, default: [:]][language, default: 0] += 1
+        return nil
+    }
+}
+
+/// 64-bit FNV-1a fingerprints: keys are remembered by these instead of their strings.
+public enum Fingerprint {
+    public static func of(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        return hash
+    }
+
+    /// Continues a fingerprint with a separator and more text.
+    static func combine(_ hash: UInt64, _ text: String) -> UInt64 {
+        var hash = (hash ^ 0x1F) &* 0x0000_0100_0000_01B3
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        return hash
+    }
+}
+
+extension SeriesKey {
+    /// The key's fingerprint (see `Fingerprint`).
+    public var fingerprint: UInt64 {
+        var hash = Fingerprint.of(model)
+        hash = Fingerprint.combine(hash, String(osMajor))
+        hash = Fingerprint.combine(hash, language)
+        hash = Fingerprint.combine(hash, orientation.rawValue)
+        return Fingerprint.combine(hash, keyboardType)
+    }
+}

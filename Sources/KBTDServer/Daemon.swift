@@ -39,8 +39,9 @@ public struct Daemon: Sendable {
             return IndexAdmission(minSources: current.estimator.minSources, maxIndexedKeys: current.maxIndexedKeys)
         }
         let fileMode = initial.databaseMode
+        let walLimit = initial.maxWALBytes
         let openStore: @Sendable () throws -> SQLiteTelemetryStore = {
-            try SQLiteTelemetryStore(path: path, fileMode: fileMode, admission: admission)
+            try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission)
         }
         let keyGate = KeyGate(limits: initial.keys)
         var index = HeightIndex()
@@ -71,6 +72,7 @@ public struct Daemon: Sendable {
         let upkeep = GroupCommitWriter.Upkeep(
             retention: initial.batchRetentionDays * 86_400,
             unconfirmedKeyRetention: initial.unconfirmedKeyRetentionDays * 86_400,
+            walLimitBytes: initial.maxWALBytes,
             onForget: { keyGate.forget($0) })
         let writer = GroupCommitWriter(
             openStore: openStore, capacity: initial.limits.writeQueueCapacity, maxBatchesPerCommit: initial.limits.maxBatchesPerCommit,
@@ -186,6 +188,7 @@ public struct Daemon: Sendable {
                                ("unconfirmed_key_retention_days", old.unconfirmedKeyRetentionDays != new.unconfirmedKeyRetentionDays),
                                ("unix_socket_mode", old.unixSocketMode != new.unixSocketMode),
                                ("database_mode", old.databaseMode != new.databaseMode),
+                               ("max_wal_bytes", old.maxWALBytes != new.maxWALBytes),
                                ("max_batches_per_commit", old.limits.maxBatchesPerCommit != new.limits.maxBatchesPerCommit),
                                ("idle_timeout_seconds", old.limits.idleTimeoutSeconds != new.limits.idleTimeoutSeconds),
                                ("header_timeout_seconds", old.limits.headerTimeoutSeconds != new.limits.headerTimeoutSeconds),

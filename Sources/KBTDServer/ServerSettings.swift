@@ -67,6 +67,9 @@ public struct ServerSettings: Sendable, Equatable {
     public var unixSocketMode: UInt32 = 0o660
     /// Permissions of a database file kbtd creates (its WAL and shared-memory files follow).
     public var databaseMode: UInt32 = 0o600
+    /// Write-ahead log size kbtd truncates back to (SQLite's `journal_size_limit`, and a
+    /// truncating checkpoint once no reader holds the log).
+    public var maxWALBytes: Int64 = 64 << 20
 
     public init() {}
 

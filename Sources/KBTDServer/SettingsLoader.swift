@@ -28,7 +28,7 @@ public enum SettingsLoader {
         "cache_max_age_seconds", "batch_retention_days",
         "max_connections_per_client", "max_vote_entries_per_source", "max_keys", "max_indexed_keys",
         "max_languages_per_model", "max_new_keys_per_source_per_day", "unconfirmed_key_retention_days",
-        "unix_socket_mode", "database_mode",
+        "unix_socket_mode", "database_mode", "max_wal_bytes",
     ]
 
     /// One value and where it came from, for error messages.
@@ -174,6 +174,7 @@ public enum SettingsLoader {
         }
         if let v = try mode("unix_socket_mode") { settings.unixSocketMode = v }
         if let v = try mode("database_mode") { settings.databaseMode = v }
+        if let v = try int("max_wal_bytes", 65_536...(1 << 40)) { settings.maxWALBytes = Int64(v) }
         if settings.listen.isEmpty && settings.unixSocket == nil {
             throw SettingsError(message: "nothing to listen on: set listen or unix_socket")
         }

@@ -27,14 +27,14 @@ public final class SQLiteTelemetryStore: TelemetryStore {
     /// - Throws: `UnusableDatabase` for a file kbtd must not or cannot use
     ///   (another application's, a newer schema, garbage, a directory, a
     ///   folder that does not exist or cannot be written); `SQLiteError` otherwise.
-    public init(path: String, access: Access = .readWrite, fileMode: UInt32 = 0o600,
+    public init(path: String, access: Access = .readWrite, fileMode: UInt32 = 0o600, walLimitBytes: Int64 = 64 << 20,
                 admission: @escaping @Sendable () -> IndexAdmission = { IndexAdmission() }) throws {
         self.path = path
         self.admission = admission
         if access == .readOnly {
             do {
                 db = try Self.openReadOnly(path, mode: .readOnly)
-            } catch let error as SQLiteError {
+            } catch {
                 // No WAL index to share and no way to create one (read-only file system,
                 // daemon stopped): read the file as it is.
                 guard error.code != SQLITE_NOTADB else { throw error }
@@ -57,7 +57,7 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         }
         try db.execute("""
             PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;
-            PRAGMA journal_size_limit = 67108864;
+            PRAGMA journal_size_limit = \(walLimitBytes);
             """)
         try migrate()
         try statement("SELECT model, os_major, language, orientation, keyboard_type FROM keys WHERE admitted_at IS NOT NULL")

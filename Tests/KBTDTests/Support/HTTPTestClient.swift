@@ -34,10 +34,21 @@ final class HTTPTestConnection {
         case unix(path: String)
     }
 
-    init(_ endpoint: Endpoint, timeoutSeconds: Int = 30) throws {
+    /// `source` binds the client socket to that loopback address first (127.0.0.x),
+    /// so one machine plays many client networks.
+    init(_ endpoint: Endpoint, timeoutSeconds: Int = 30, source: String? = nil) throws {
         switch endpoint {
         case .tcp(let host, let port):
             fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            if let source {
+                var local = sockaddr_in()
+                local.sin_family = sa_family_t(AF_INET)
+                inet_pton(AF_INET, source, &local.sin_addr)
+                let bound = withUnsafePointer(to: &local) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                guard bound == 0 else { throw HTTPTestError(description: "bind to \(source) failed: errno \(errno)") }
+            }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -92,7 +103,7 @@ final class HTTPTestConnection {
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "\r\n"
         try send(Array(head.utf8) + body)
-        return try readResponse()
+        return try readResponse(bodiless: method == "HEAD")
     }
 
     private var buffer: [UInt8] = []
@@ -106,7 +117,8 @@ final class HTTPTestConnection {
         return true
     }
 
-    func readResponse() throws -> HTTPTestResponse {
+    /// `bodiless`: the answer to a HEAD request, whose Content-Length describes a body never sent.
+    func readResponse(bodiless: Bool = false) throws -> HTTPTestResponse {
         var headerEnd: Int?
         while headerEnd == nil {
             if let range = findCRLFCRLF() { headerEnd = range; break }
@@ -123,6 +135,7 @@ final class HTTPTestConnection {
             guard let colon = line.firstIndex(of: ":") else { return nil }
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
+        if bodiless { return HTTPTestResponse(status: status, headers: headers, body: []) }
         let response = HTTPTestResponse(status: status, headers: headers, body: [])
         var body: [UInt8] = []
         if status == 304 || status == 204 {

@@ -95,7 +95,7 @@ final class TestDaemon: @unchecked Sendable {
         // The shell opens the log: the test process holds no file handle whose
         // lifetime (and close) could race with sockets opened on other threads.
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exec \"$0\" \"$@\" >>\"$KBTD_TEST_LOG\" 2>&1", TestPaths.kbtdBinary,
+        process.arguments = ["-c", "umask ${KBTD_TEST_UMASK:-022}; exec \"$0\" \"$@\" >>\"$KBTD_TEST_LOG\" 2>&1", TestPaths.kbtdBinary,
                              "serve", "--listen", "127.0.0.1:0", "--unix", unixSocket, "--database", database] + extraArguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KBTD_") }
         env.merge(environment) { $1 }
@@ -167,8 +167,27 @@ final class TestDaemon: @unchecked Sendable {
         self.process = nil
     }
 
-    func connection() throws -> HTTPTestConnection {
-        try HTTPTestConnection(.tcp(host: "127.0.0.1", port: port))
+    func connection(from source: String? = nil) throws -> HTTPTestConnection {
+        try HTTPTestConnection(.tcp(host: "127.0.0.1", port: port), source: source)
+    }
+
+    /// The daemon's resident and peak memory (VmRSS, VmHWM), in MiB.
+    func memory() -> (rss: Double, peak: Double) {
+        guard let pid = process?.processIdentifier,
+              let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
+        func field(_ name: String) -> Double {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return 0 }
+            return (Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) / 1024
+        }
+        // The shell execs kbtd, so the process's pid is the daemon's.
+        return (field("VmRSS"), field("VmHWM"))
+    }
+
+    /// One series' value from `/metrics` (the first line starting with `series`).
+    func metric(_ series: String) throws -> Double? {
+        let text = try get("/metrics").text
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(series + " ") }) else { return nil }
+        return Double(line.split(separator: " ").last ?? "")
     }
 
     func get(_ path: String, headers: [(String, String)] = []) throws -> HTTPTestResponse {

@@ -23,7 +23,21 @@ public enum StatsFormatter {
         .object([
             ("keys", .int(Int64(rows.count))),
             ("samples", .int(rows.reduce(0) { $0 + $1.samples })),
-            ("stats", .array(rows.map { row in
+            ("stats", .array(rows.map(json))),
+        ])
+    }
+
+    /// The document's opening up to its `stats` array, for output written a page at a time.
+    public static func jsonOpening(keys: Int64, samples: Int64) -> String {
+        let empty = JSONOutput.object([("keys", .int(keys)), ("samples", .int(samples)), ("stats", .array([]))]).serialized()
+        return String(empty.dropLast(2))
+    }
+
+    /// The document's closing after the last row.
+    public static let jsonClosing = "]}"
+
+    /// One row of the `stats` array.
+    public static func json(_ row: StatsRow) -> JSONOutput {
                 .object([
                     ("model", .string(row.key.model)),
                     ("os_major", .int(Int64(row.key.osMajor))),
@@ -44,8 +58,6 @@ public enum StatsFormatter {
                     ("preloaded_p95_ms", .double(row.coldStartPreloadedP95)),
                     ("preloaded_samples", .int(row.coldStartPreloadedSamples)),
                 ])
-            })),
-        ])
     }
 
     static func cells(_ row: StatsRow) -> [String] {
@@ -58,7 +70,15 @@ public enum StatsFormatter {
     }
 
     static func csv(_ rows: [StatsRow]) -> String {
-        var out = columns.joined(separator: ",") + "\n"
+        csvHeader + csvRows(rows)
+    }
+
+    /// The CSV header line.
+    public static var csvHeader: String { columns.joined(separator: ",") + "\n" }
+
+    /// CSV lines of `rows`, without the header.
+    public static func csvRows(_ rows: [StatsRow]) -> String {
+        var out = ""
         for row in rows {
             out += cells(row).map { $0 == "-" ? "" : csvField($0) }.joined(separator: ",") + "\n"
         }

@@ -40,20 +40,71 @@ struct OperationsHandlers: Sendable {
                         body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
     }
 
+    /// Most rows one `/v1/stats` answer holds (`limit`, default 1,000); `next`
+    /// in the answer is the `after` cursor of the following page.
+    static let maxStatsRows = 10_000
+
     func stats(_ request: Request, context: KBTDRequestContext) async -> Response {
         if let denied = authorize(request, context) { return denied }
+        let parameters = request.uri.queryParameters
+        var limit = 1_000
+        if let text = parameters["limit"] {
+            guard let value = Int(text), (1...Self.maxStatsRows).contains(value) else {
+                return JSONResponse.error(.badRequest, "invalid query", detail: "limit: must be an integer in 1...\(Self.maxStatsRows)",
+                                          field: "limit")
+            }
+            limit = value
+        }
+        var after: SeriesKey?
+        if let text = parameters["after"] {
+            guard let cursor = Self.cursor(String(text)) else {
+                return JSONResponse.error(.badRequest, "invalid query", detail: "after: must be the next value of a previous answer",
+                                          field: "after")
+            }
+            after = cursor
+        }
+        var osMajor: Int?
+        if let os = parameters["os"] {
+            guard let major = BatchValidator.osMajor(String(os)) else {
+                return JSONResponse.error(.badRequest, "invalid query", detail: "os: must be a dotted version like 26.1", field: "os")
+            }
+            osMajor = major
+        }
+        let filter = StatsFilter(model: parameters["model"].map(String.init), language: parameters["language"].map(String.init),
+                                 osMajor: osMajor)
         let path = databasePath
+        let (cursor, pageLimit) = (after, limit)
         do {
             // SQLite blocks: read on NIO's thread pool, not the cooperative pool.
             let body = try await NIOThreadPool.singleton.runIfActive {
                 let store = try SQLiteTelemetryStore(path: path, access: .readOnly)
-                return StatsFormatter.json(StatsReport.rows(from: try store.loadCounts())).serialized()
+                let totals = try store.statsTotals(filter)
+                var rows: [StatsRow] = []
+                let next = try store.forEachPage(filter, after: cursor, maxKeys: pageLimit) { counts in
+                    rows += StatsReport.rows(from: counts, filter: filter)
+                }
+                guard case .object(var members) = StatsFormatter.json(rows) else { return "" }
+                members[0] = ("keys", .int(totals.keys))
+                members[1] = ("samples", .int(totals.samples))
+                if let next { members.append(("next", .string(Self.cursor(next)))) }
+                return JSONOutput.object(members).serialized()
             }
             return JSONResponse.bytes(.ok, Array(body.utf8))
         } catch {
             return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "the database cannot be read; see the daemon's log",
                                       retryAfter: settings.current.limits.retryAfterSeconds)
         }
+    }
+
+    /// A page cursor: the last key's fields joined by `|` (none of them may contain one).
+    static func cursor(_ key: SeriesKey) -> String {
+        [key.model, String(key.osMajor), key.language, key.orientation.rawValue, key.keyboardType].joined(separator: "|")
+    }
+
+    static func cursor(_ text: String) -> SeriesKey? {
+        let parts = text.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 5, let major = Int(parts[1]), let orientation = Orientation(rawValue: parts[3]) else { return nil }
+        return SeriesKey(model: parts[0], osMajor: major, language: parts[2], orientation: orientation, keyboardType: parts[4])
     }
 
     private func authorize(_ request: Request, _ context: KBTDRequestContext) -> Response? {

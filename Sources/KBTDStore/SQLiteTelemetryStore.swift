@@ -359,6 +359,78 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         return delta
     }
 
+    // MARK: Reading a page at a time (kbtd stats, /v1/stats)
+
+    private func hasTable(_ name: String) throws -> Bool {
+        var exists = false
+        try db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").forEachRow([.text(name)]) { _ in exists = true }
+        return exists
+    }
+
+    private static func conditions(_ filter: StatsFilter) -> (String, [SQLiteValue]) {
+        var parts: [String] = []
+        var values: [SQLiteValue] = []
+        if let model = filter.model { parts.append("model = ?"); values.append(.text(model)) }
+        if let osMajor = filter.osMajor { parts.append("os_major = ?"); values.append(.int(Int64(osMajor))) }
+        if let language = filter.language { parts.append("language = ?"); values.append(.text(language)) }
+        return (parts.isEmpty ? "1" : parts.joined(separator: " AND "), values)
+    }
+
+    /// Keys and samples matching `filter`, without reading any histogram.
+    public func statsTotals(_ filter: StatsFilter) throws -> (keys: Int64, samples: Int64) {
+        let (condition, values) = Self.conditions(filter)
+        var keys: Int64 = 0, samples: Int64 = 0
+        try db.execute("BEGIN;")
+        defer { try? db.execute("COMMIT;") }
+        try statement("""
+            SELECT COUNT(*), COALESCE(SUM(total), 0) FROM (
+                SELECT SUM(count) AS total FROM animation_counts WHERE \(condition) GROUP BY \(Self.keyColumns))
+            """)
+            .forEachRow(values) { row in
+                keys = row.int(0)
+                samples = row.int(1)
+            }
+        return (keys, samples)
+    }
+
+    /// Reads the counts of the keys matching `filter` in key order, `pageSize`
+    /// keys at a time (one short read transaction per table and page), handing
+    /// each page to `body`; stops after `maxKeys` keys. Returns the last key
+    /// read when keys remain (a cursor for `after`), else nil. Memory stays
+    /// bounded by the page whatever the database holds.
+    public func forEachPage(_ filter: StatsFilter, after cursor: SeriesKey? = nil, pageSize: Int = 5_000,
+                            maxKeys: Int = .max, _ body: (AggregateDelta) throws -> Void) throws -> SeriesKey? {
+        guard try hasTable("keys") else {
+            // A database no kbtd with key registry has opened yet: read it whole.
+            try body(try loadCounts())
+            return nil
+        }
+        let (condition, filterValues) = Self.conditions(filter)
+        let columns = Self.keyColumns
+        var last = cursor
+        var read = 0
+        while read < maxKeys {
+            let limit = min(pageSize, maxKeys - read)
+            var page: [SeriesKey] = []
+            let after = last.map { Self.keyValues($0) } ?? [.text(""), .int(Int64.min), .text(""), .text(""), .text("")]
+            try db.execute("BEGIN;")
+            try statement("SELECT \(columns) FROM keys WHERE \(condition) AND (\(columns)) > (?, ?, ?, ?, ?) ORDER BY \(columns) LIMIT ?")
+                .forEachRow(filterValues + after + [.int(Int64(limit + 1))]) { row in
+                    if let key = Self.series(row) { page.append(key) }
+                }
+            try? db.execute("COMMIT;")
+            let more = page.count > limit
+            if more { page.removeLast() }
+            guard let first = page.first, let end = page.last else { return nil }
+            let range = "(\(columns)) >= (?, ?, ?, ?, ?) AND (\(columns)) <= (?, ?, ?, ?, ?) AND \(condition)"
+            try body(try readCounts(where: range, Self.keyValues(first) + Self.keyValues(end) + filterValues))
+            read += page.count
+            last = end
+            if !more { return nil }
+        }
+        return last
+    }
+
     public func forEachKey(_ body: (SeriesKey) -> Void) throws {
         try db.execute("BEGIN;")
         defer { try? db.execute("COMMIT;") }

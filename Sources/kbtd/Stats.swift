@@ -35,11 +35,56 @@ struct Stats: ParsableCommand {
         var flags: [String: String] = [:]
         if let database { flags["database"] = database }
         let path = try resolveSettings(config: nil, flags: flags).database
-        let counts = try openCounts(path)
-        let rows = StatsReport.rows(from: counts, filter: StatsFilter(model: model, language: language,
-                                                                       osMajor: os.flatMap(BatchValidator.osMajor)))
+        let store = try openStore(path)
+        let filter = StatsFilter(model: model, language: language, osMajor: os.flatMap(BatchValidator.osMajor))
         let chosen = format ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
-        FileHandle.standardOutput.write(Data(StatsFormatter.render(rows, as: chosen).utf8))
+        let out = FileHandle.standardOutput
+        do {
+            // A page of keys at a time: memory stays flat however large the database.
+            switch chosen {
+            case .json:
+                let totals = try store.statsTotals(filter)
+                out.write(Data(StatsFormatter.jsonOpening(keys: totals.keys, samples: totals.samples).utf8))
+                var first = true
+                _ = try store.forEachPage(filter) { counts in
+                    var text = ""
+                    for row in StatsReport.rows(from: counts, filter: filter) {
+                        if !first { text += "," }
+                        first = false
+                        StatsFormatter.json(row).write(to: &text)
+                    }
+                    out.write(Data(text.utf8))
+                }
+                out.write(Data((StatsFormatter.jsonClosing + "\n").utf8))
+            case .csv:
+                out.write(Data(StatsFormatter.csvHeader.utf8))
+                _ = try store.forEachPage(filter) { counts in
+                    out.write(Data(StatsFormatter.csvRows(StatsReport.rows(from: counts, filter: filter)).utf8))
+                }
+            case .table:
+                // Aligned columns need every row: a table is for a terminal, not for a million keys.
+                var rows: [StatsRow] = []
+                let more = try store.forEachPage(filter, maxKeys: 100_000) { counts in
+                    rows += StatsReport.rows(from: counts, filter: filter)
+                }
+                out.write(Data(StatsFormatter.render(rows, as: .table).utf8))
+                if more != nil { out.write(Data("(the first 100000 keys; --format csv or json lists them all)\n".utf8)) }
+            }
+        } catch {
+            throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
+        }
+    }
+}
+
+/// Opens the database read-only; exit 66 when it is missing or unreadable.
+func openStore(_ path: String) throws -> SQLiteTelemetryStore {
+    guard FileManager.default.fileExists(atPath: path) else {
+        throw fail("database \(path) does not exist (set --database or KBTD_DATABASE)", code: ExitStatus.noInput)
+    }
+    do {
+        return try SQLiteTelemetryStore(path: path, access: .readOnly)
+    } catch {
+        throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
     }
 }
 

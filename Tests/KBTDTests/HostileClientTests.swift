@@ -91,6 +91,31 @@ struct HostileClientTests {
         #expect(try daemon.metric("kbtd_samples_rejected_total{field=\"key\"}") == 10)
     }
 
+    @Test func statsArePagedOverHTTPAndStreamedByTheCommandLine() throws {
+        let daemon = try TestDaemon().start()
+        let samples = (0..<45).map { TestSample(language: "p\($0)", height: 336) }
+        #expect(try daemon.post(gzip(batchBody(samples: samples)), encoding: "gzip").status == 202)
+        let all = try daemon.stats()
+        #expect(all["keys"] == .number(45))
+        var rows: [JSONValue] = []
+        var path = "/v1/stats?limit=20"
+        var pages = 0
+        while true {
+            let page = try #require(try daemon.get(path).json)
+            #expect(page["keys"] == .number(45), "totals describe every key, not the page")
+            rows += page["stats"]?.array ?? []
+            pages += 1
+            guard let next = page["next"]?.string else { break }
+            path = "/v1/stats?limit=20&after=" + next.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        }
+        #expect(pages == 3)
+        #expect(rows == all["stats"]?.array, "the pages put together are what kbtd stats prints")
+        #expect(try daemon.get("/v1/stats?limit=0").status == 400)
+        #expect(try daemon.get("/v1/stats?after=nonsense").json?["field"] == .string("after"))
+        let filtered = try daemon.get("/v1/stats?language=p7").json
+        #expect(filtered?["keys"] == .number(1) && filtered?["stats"]?.array?.count == 1)
+    }
+
     // MARK: 2. bounded work per request
 
     @Test func aModelFloodedWithLanguagesAnswersQuicklyAndBlocksNobody() throws {

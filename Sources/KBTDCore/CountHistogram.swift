@@ -12,6 +12,8 @@ public struct CountHistogram: Sendable, Equatable {
 
     private var entries: [Entry] = []
     public private(set) var total: Int64 = 0
+    /// Distinct bins held.
+    public var binCount: Int { entries.count }
 
     public init() {}
 
@@ -36,6 +38,25 @@ public struct CountHistogram: Sendable, Equatable {
 
     public mutating func merge(_ other: CountHistogram) {
         for entry in other.entries { add(entry.bin, entry.count) }
+    }
+
+    /// Adds `other` keeping at most `limit` bins: a new bin past the limit
+    /// replaces the least frequent one when it is more frequent, else only
+    /// `total` counts it. Real keys have one to three bins; the limit keeps a
+    /// client that sprays every height from growing the index without bound,
+    /// while the mode (what is served) survives.
+    public mutating func merge(_ other: CountHistogram, limit: Int) {
+        for entry in other.entries {
+            if entries.count < limit || entries.contains(where: { $0.bin == entry.bin }) {
+                add(entry.bin, entry.count)
+            } else if let weakest = entries.indices.min(by: { entries[$0].count < entries[$1].count }),
+                      entries[weakest].count < entry.count {
+                entries.remove(at: weakest)  // its count stays in `total`
+                add(entry.bin, entry.count)
+            } else {
+                total += entry.count
+            }
+        }
     }
 
     /// The most frequent bin; on a tie the larger bin wins, because a keyboard

@@ -53,11 +53,14 @@ public struct LevelStats: Sendable, Equatable {
 
     public init() {}
 
+    /// Bins one histogram of the index keeps (see `CountHistogram.merge(_:limit:)`).
+    static let binLimit = 8
+
     mutating func merge(_ other: LevelStats) {
-        heights.merge(other.heights)
-        votes.merge(other.votes)
+        heights.merge(other.heights, limit: Self.binLimit)
+        votes.merge(other.votes, limit: Self.binLimit)
         addSources(other.sources)
-        safeAreas.merge(other.safeAreas)
+        safeAreas.merge(other.safeAreas, limit: Self.binLimit)
         for entry in other.showAnimations { addShowAnimation(entry.bin, entry.count) }
     }
 
@@ -72,8 +75,12 @@ public struct LevelStats: Sendable, Equatable {
     mutating func addShowAnimation(_ bin: AnimationBin, _ count: Int64) {
         if let index = showAnimations.firstIndex(where: { $0.bin == bin }) {
             showAnimations[index].count += count
-        } else {
+        } else if showAnimations.count < Self.binLimit {
             showAnimations.append(AnimationCount(bin: bin, count: count))
+        } else if let weakest = showAnimations.indices.min(by: { showAnimations[$0].count < showAnimations[$1].count }),
+                  showAnimations[weakest].count < count {
+            // Bounded like the histograms: the least frequent (duration, curve) gives way.
+            showAnimations[weakest] = AnimationCount(bin: bin, count: count)
         }
     }
 

@@ -59,8 +59,8 @@ public struct ServerSettings: Sendable, Equatable {
     public var maxVoteEntriesPerSource = 20_000
     /// Caps on the aggregation keys clients can create.
     public var keys = KeyLimits()
-    /// Most keys the in-memory index holds (each costs about 1.7 KB).
-    public var maxIndexedKeys = 100_000
+    /// Most keys the in-memory index holds (about 1.7 KB each, at most about 4 KB when every histogram is full).
+    public var maxIndexedKeys = 50_000
     /// Days a key no trusted peer and fewer than `min_sources` networks reported is kept (0: forever).
     public var unconfirmedKeyRetentionDays = 30.0
     /// Permissions of the Unix socket.

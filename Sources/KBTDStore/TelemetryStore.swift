@@ -46,9 +46,9 @@ public struct IndexAdmission: Sendable, Equatable {
     /// Distinct untrusted networks that must report a key (a trusted peer suffices alone).
     public var minSources = 3
     /// Most keys the index holds; past it new keys stay on disk until restart frees room.
-    public var maxIndexedKeys = 100_000
+    public var maxIndexedKeys = 50_000
 
-    public init(minSources: Int = 3, maxIndexedKeys: Int = 100_000) {
+    public init(minSources: Int = 3, maxIndexedKeys: Int = 50_000) {
         self.minSources = minSources
         self.maxIndexedKeys = maxIndexedKeys
     }

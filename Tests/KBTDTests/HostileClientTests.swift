@@ -209,6 +209,35 @@ struct HostileClientTests {
         #expect((index.bySeries[series]?.votes.total ?? 0) <= 15, "the attacker's votes on 999 pt stay at most 0")
     }
 
+    /// A client that sprays every height and animation on a key cannot grow
+    /// that key in memory: each histogram keeps 8 bins, and the mode survives.
+    @Test func aKeySprayedWithEveryHeightStaysSmallAndKeepsItsMode() throws {
+        var index = HeightIndex()
+        let device = Device(model: "iPhone17,1", os: "26.1", osMajor: 26)
+        var honest = AggregateDelta()
+        for _ in 0..<50 {
+            honest.add(Sample(t: 0, event: .show, language: "en-US", orientation: .portrait, height: 336,
+                              duration: 0.25, curve: 7), device: device)
+        }
+        index.apply(honest)
+        for round in 0..<4 {
+            var spray = AggregateDelta()
+            for bin in 0..<1_000 {
+                spray.add(Sample(t: 0, event: .show, language: "en-US", orientation: .portrait,
+                                 height: Double(round * 1_000 + bin) / 2 + 0.5, safeAreaBottom: 0,
+                                 duration: Double(bin % 500) / 100, curve: bin % 16), device: device)
+            }
+            index.apply(spray)
+        }
+        let series = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "en-US", orientation: .portrait, keyboardType: "default")
+        let stats = try #require(index.bySeries[series])
+        #expect(stats.heights.total == 4_050, "every sample still counts")
+        #expect(stats.heights.binCount <= 8 && stats.votes.binCount <= 8 && stats.safeAreas.binCount <= 8)
+        #expect(stats.votes.mode == HeightBin.halfPoints(336))
+        #expect(stats.showAnimations.count <= 8)
+        #expect(HeightEstimator().estimate(HeightQuery(model: "iPhone17,1", language: "en-US", osMajor: 26), in: index).height == 336)
+    }
+
     // MARK: 4. connections
 
     @Test func oneClientCannotTakeEveryConnection() throws {

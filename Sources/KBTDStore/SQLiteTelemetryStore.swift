@@ -443,8 +443,18 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         try db.execute("BEGIN IMMEDIATE;")
         do {
             var doomed: [SeriesKey] = []
-            try statement("SELECT \(Self.keyColumns) FROM keys WHERE admitted_at IS NULL AND first_seen < ? LIMIT ?")
-                .forEachRow([.int(cutoff), .int(Int64(limit))]) { row in
+            // Never confirmed: no trusted peer and fewer than min_sources networks (a confirmed
+            // key that only waits for room in a full index is kept).
+            let unconfirmed = """
+                SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
+                WHERE k.admitted_at IS NULL AND k.first_seen < ?
+                AND (SELECT COUNT(*) + COALESCE(MAX(s.source = 0), 0) * 1000 FROM key_sources s
+                     WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+                     AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type) < ?
+                LIMIT ?
+                """
+            try statement(unconfirmed)
+                .forEachRow([.int(cutoff), .int(Int64(admission().minSources)), .int(Int64(limit))]) { row in
                     if let key = Self.series(row) { doomed.append(key) }
                 }
             for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",

@@ -59,3 +59,113 @@ struct StoreTests {
         #expect(throws: SQLiteError.self) { try SQLiteTelemetryStore(path: empty, access: .readOnly) }
     }
 }
+
+@Suite("Key registry: admission to the index and unconfirmed keys")
+struct KeyRegistryTests {
+    func batch(_ id: String, language: String, source: SourceID, samples: Int = 10) -> PendingBatch {
+        var delta = AggregateDelta()
+        let device = Device(model: "iPhone17,1", os: "26.1", osMajor: 26)
+        for _ in 0..<samples {
+            delta.add(Sample(t: 0, event: .show, language: language, orientation: .portrait, height: 336,
+                             duration: 0.25, curve: 7), device: device)
+        }
+        var policy = SourcePolicy()
+        policy.apply(to: &delta, source: source, now: 1_000_000)
+        var pending = PendingBatch(batchID: id, receivedAt: 1_000, model: "iPhone17,1", os: "26.1",
+                                   accepted: samples, rejected: 0, delta: delta)
+        pending.source = source
+        return pending
+    }
+
+    @Test func keysJoinTheIndexOnceConfirmedAndUnconfirmedOnesArePruned() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteTelemetryStore(path: directory.appendingPathComponent("kbtd.sqlite").path)
+
+        // Two networks: stored, not in the index.
+        let one = try store.commit([batch("1", language: "fr-FR", source: SourceID(network: "198.51.100.1")),
+                                    batch("2", language: "fr-FR", source: SourceID(network: "198.51.100.2"))])
+        #expect(one.added.isEmpty && one.admitted == 0)
+        // The third network confirms it: everything stored so far goes to the index at once.
+        let two = try store.commit([batch("3", language: "fr-FR", source: SourceID(network: "203.0.113.7"))])
+        #expect(two.admitted == 1)
+        #expect(two.added.animations.values.reduce(0, +) == 30)
+        // A trusted peer confirms alone; one network alone never does.
+        #expect(try store.commit([batch("4", language: "de-DE", source: .trusted)]).admitted == 1)
+        #expect(try store.commit([batch("5", language: "xx-junk", source: SourceID(network: "192.0.2.66"))]).admitted == 0)
+        #expect(try store.loadIndexCounts().seriesKeys.map(\.language).sorted() == ["de-DE", "fr-FR"])
+
+        // Past retention only the unconfirmed key goes, with every count it had.
+        let pruned = try store.pruneUnconfirmedKeys(firstSeenBefore: 2_000, limit: 100)
+        #expect(pruned.map(\.language) == ["xx-junk"])
+        #expect(try store.loadCounts().seriesKeys.map(\.language).sorted() == ["de-DE", "fr-FR"])
+        var remaining: [String] = []
+        try store.forEachKey { remaining.append($0.language) }
+        #expect(remaining.sorted() == ["de-DE", "fr-FR"])
+        #expect(try store.integrityCheck() == "ok")
+    }
+
+    @Test func aDatabaseOfTheEarlierSchemaMigratesItsKeys() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("old.sqlite").path
+        // Schema version 2 as the previous release wrote it, with one trusted key and one single-network key.
+        let sql = """
+            CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);
+            CREATE TABLE animation_counts (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
+                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, event TEXT NOT NULL, duration_ms INTEGER NOT NULL,
+                curve INTEGER NOT NULL, count INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, event, duration_ms, curve)) WITHOUT ROWID;
+            CREATE TABLE key_sources (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
+                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, source INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, source)) WITHOUT ROWID;
+            INSERT INTO schema_migrations VALUES (1, 'one', 0), (2, 'two', 0);
+            INSERT INTO animation_counts VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 'show', 250, 7, 40),
+                                                ('iPhone17,1', 26, 'zz', 'portrait', 'default', 'show', 250, 7, 3);
+            INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 0),
+                                           ('iPhone17,1', 26, 'zz', 'portrait', 'default', 12345);
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [path, sql]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        // Only the migration is under test: the other v1/v2 tables are created here so its SELECTs find them.
+        let store = try SQLiteTelemetryStoreMigrationFixture.open(path)
+        var keys: [String] = []
+        try store.forEachKey { keys.append($0.language) }
+        #expect(keys.sorted() == ["en-US", "zz"])
+        #expect(try store.loadIndexCounts().seriesKeys.map(\.language) == ["en-US"])
+    }
+}
+
+/// Opens a hand-made old-schema file after adding the v1/v2 tables it lacks,
+/// marked as the migrations already applied.
+enum SQLiteTelemetryStoreMigrationFixture {
+    static func open(_ path: String) throws -> SQLiteTelemetryStore {
+        let missing = """
+            CREATE TABLE IF NOT EXISTS batches (batch_id TEXT PRIMARY KEY, received_at INTEGER NOT NULL, model TEXT NOT NULL,
+                os TEXT NOT NULL, accepted INTEGER NOT NULL, rejected INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS height_counts (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
+                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, placement TEXT NOT NULL, height_bin REAL NOT NULL,
+                count INTEGER NOT NULL, PRIMARY KEY (model, os_major, language, orientation, keyboard_type, placement, height_bin)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS cold_start_counts (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
+                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, preloaded INTEGER NOT NULL, bucket INTEGER NOT NULL,
+                bucket_ms REAL NOT NULL, count INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, preloaded, bucket)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS safe_area_counts (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
+                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, safe_area_bin REAL NOT NULL, count INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, safe_area_bin)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS height_votes (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
+                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, height_bin REAL NOT NULL, votes INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, height_bin)) WITHOUT ROWID;
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [path, missing]
+        try process.run()
+        process.waitUntilExit()
+        return try SQLiteTelemetryStore(path: path)
+    }
+}

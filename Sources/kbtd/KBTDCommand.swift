@@ -9,7 +9,7 @@ struct KBTDCommand: AsyncParsableCommand {
         commandName: "kbtd",
         abstract: "Keyboard telemetry daemon: ingests keyboard measurements, serves fallback heights.",
         version: kbtdVersion,
-        subcommands: [Serve.self, Stats.self, Height.self])
+        subcommands: [Serve.self, Stats.self, Height.self, Reload.self])
 }
 
 let kbtdVersion = "0.1.0"
@@ -30,9 +30,11 @@ enum ExitStatus {
     static let config: Int32 = 78
 }
 
-/// Prints `kbtd: message` on stderr and exits with `code`.
+/// Prints `kbtd: message` on stderr and exits with `code`. Under systemd (a bad
+/// config at start, a rejected `ExecReload=`) the line is marked error priority.
 func fail(_ message: String, code: Int32) -> ExitCode {
-    FileHandle.standardError.write(Data("kbtd: \(message)\n".utf8))
+    let priority = JournalLogHandler.stderrIsJournal() ? "<3>" : ""
+    FileHandle.standardError.write(Data("\(priority)kbtd: \(message)\n".utf8))
     return ExitCode(code)
 }
 

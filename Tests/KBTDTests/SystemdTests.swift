@@ -34,6 +34,22 @@ struct SystemdTests {
         #expect(daemon.waitForExit() == 0)
     }
 
+    /// The ping loop sleeps WatchdogSec/2 between pings; SIGTERM must not wait for that sleep
+    /// (under systemd's 30 s watchdog every stop took up to 15 s).
+    @Test func stopDoesNotWaitForTheNextWatchdogPing() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let listener = try NotifyListener(directory: directory)
+        let daemon = TestDaemon(environment: ["NOTIFY_SOCKET": listener.name, "WATCHDOG_USEC": "30000000"])
+        try daemon.start()
+        #expect(listener.receive(seconds: 10)?.hasPrefix("READY=1") == true)
+        let start = Date()
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0)
+        let took = Date().timeIntervalSince(start)
+        #expect(took < 5, "SIGTERM took \(took) s: the stop waited for the 15 s ping interval")
+    }
+
     @Test func watchdogIsWithheldWhileTheWriterIsStuck() throws {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -66,6 +82,10 @@ struct SystemdTests {
         let times = [start] + window.filter { $0.message.contains("WATCHDOG=1") }.map(\.time) + [Date()]
         let longest = zip(times, times.dropFirst()).map { $1.timeIntervalSince($0) }.max() ?? 0
         #expect(longest >= 1.0, "no watchdog gap while the writer was blocked: \(window.map(\.message))")
+        // Where it stuck reaches the journal (and `systemctl status`) before systemd's SIGABRT.
+        #expect(daemon.log_().contains("health probe failed, withholding WATCHDOG=1: the writer thread has not gone round"),
+                "\(daemon.log_())")
+        #expect(window.contains { $0.message.contains("STATUS=stalled: the writer thread") }, "\(window.map(\.message))")
 
         locker.waitUntilExit()
         // Once the lock is gone the commit lands and the pings resume.
@@ -171,6 +191,38 @@ struct SystemdTests {
         #expect(daemon.log_().contains("max_samples_per_batch"))
         #expect(try daemon.post(gzip(batchBody(samples: shows(8, height: 336))), encoding: "gzip").status == 202)
         #expect(daemon.process?.isRunning == true)
+    }
+
+    /// `ExecReload=kbtd reload --pid $MAINPID ...`: no /bin/kill needed, and a bad file fails the reload
+    /// (exit 78, key named) without disturbing the daemon.
+    @Test func reloadCommandChecksTheFileThenSignalsTheDaemon() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("kbtd.conf").path
+        try "max_samples_per_batch = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try TestDaemon(extraArguments: ["--config", config]).start()
+        let pid = try #require(daemon.process?.processIdentifier)
+        #expect(try daemon.post(gzip(batchBody(samples: shows(6, height: 336))), encoding: "gzip").status == 400)
+
+        try "max_samples_per_batch = lots\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let rejected = try runKBTD(["reload", "--pid", "\(pid)", "--config", config])
+        #expect(rejected.status == 78)
+        #expect(rejected.stderr.contains("max_samples_per_batch") && rejected.stderr.contains(config), "\(rejected.stderr)")
+        usleep(300_000)
+        #expect(!daemon.log_().contains("configuration reload"), "the daemon must not have been signalled")
+
+        try "max_samples_per_batch = 10\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let accepted = try runKBTD(["reload", "--pid", "\(pid)", "--config", config])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(daemon.waitForLog("configuration reloaded"))
+        #expect(try daemon.post(gzip(batchBody(samples: shows(6, height: 336))), encoding: "gzip").status == 202)
+
+        #expect(daemon.stop() == 0)
+        let gone = try runKBTD(["reload", "--pid", "\(pid)", "--config", config])
+        #expect(gone.status == 69)
+        #expect(gone.stderr.contains("\(pid)") && gone.stderr.contains("no such process"), "\(gone.stderr)")
+        #expect(try runKBTD(["reload", "--pid", "1"]).status == 64)
+        #expect(try runKBTD(["reload"]).status == 64)
     }
 
     @Test func logLinesCarrySyslogPrioritiesForTheJournalAndNoColour() throws {

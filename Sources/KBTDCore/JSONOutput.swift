@@ -83,14 +83,27 @@ extension HeightEstimate {
 extension HeightEstimator {
     /// The body of `GET /v1/heights`: every (language, orientation, type) the
     /// model has data for, each answered through the chain, plus what to use
-    /// for a language kbtd has not seen on this model, per orientation.
-    public func allEstimates(model: String, os: String?, in index: HeightIndex) -> JSONOutput {
+    /// for a language kbtd has not seen on this model, per orientation. With
+    /// `screen`, languages measured on other models of that screen are answered too.
+    public func allEstimates(model: String, os: String?, screen: ScreenSize? = nil, in index: HeightIndex) -> JSONOutput {
         let osMajor = os.flatMap(BatchValidator.osMajor)
-        let keys = (index.keysByModel[model] ?? []).sorted()
-        let estimates: [JSONOutput] = keys.map { key in
+        let own = index.keysByModel[model] ?? []
+        // With `screen`, also what models of that screen measured: a model nobody has measured
+        // yet gets its per-language answers from the screen level.
+        var keys = own
+        if let screen {
+            for other in index.models(withScreen: screen) where other != model {
+                for key in index.languages(ofModel: other) {
+                    keys.insert(ModelLanguageKey(model: model, language: key.language, orientation: key.orientation,
+                                                 keyboardType: key.keyboardType))
+                }
+            }
+        }
+        let estimates: [JSONOutput] = keys.sorted().compactMap { key in
             let estimate = self.estimate(
                 HeightQuery(model: model, language: key.language, osMajor: osMajor,
-                            orientation: key.orientation, keyboardType: key.keyboardType), in: index)
+                            orientation: key.orientation, keyboardType: key.keyboardType, screen: screen), in: index)
+            if estimate.basis == .default && !own.contains(key) { return nil }
             guard case .object(let members) = estimate.json else { return .null }
             return .object([("language", .string(key.language)), ("orientation", .string(key.orientation.rawValue)),
                             ("keyboard_type", .string(key.keyboardType))] + members)

@@ -42,12 +42,14 @@ final class HeightService: Sendable {
     }
 
     func height(_ query: HeightQuery) -> CachedAnswer {
-        let key = "1|\(query.model)|\(query.language)|\(query.osMajor ?? -1)|\(query.orientation.rawValue)|\(query.keyboardType)"
+        let key = "1|\(query.model)|\(query.language)|\(query.osMajor ?? -1)|\(query.orientation.rawValue)|\(query.keyboardType)|\(query.screen?.description ?? "")"
         return answer(key) { $0.estimator.estimate(query, in: $0.index).json }
     }
 
-    func heights(model: String, os: String?) -> CachedAnswer {
-        answer("n|\(model)|\(os ?? "")") { $0.estimator.allEstimates(model: model, os: os, in: $0.index) }
+    func heights(model: String, os: String?, screen: ScreenSize?) -> CachedAnswer {
+        answer("n|\(model)|\(os ?? "")|\(screen?.description ?? "")") {
+            $0.estimator.allEstimates(model: model, os: os, screen: screen, in: $0.index)
+        }
     }
 
     private func answer(_ key: String, render: (State) -> JSONOutput) -> CachedAnswer {

@@ -53,11 +53,14 @@ public final class SQLiteTelemetryStore: TelemetryStore {
 
     // MARK: Migrations
 
-    private func appliedVersion() throws(SQLiteError) -> Int {
+    private func hasTable(_ name: String) throws(SQLiteError) -> Bool {
         var exists = false
-        try db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
-            .forEachRow { _ in exists = true }
-        guard exists else { return 0 }
+        try statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").forEachRow([.text(name)]) { _ in exists = true }
+        return exists
+    }
+
+    private func appliedVersion() throws(SQLiteError) -> Int {
+        guard try hasTable("schema_migrations") else { return 0 }
         var version = 0
         try db.prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").forEachRow { version = Int($0.int(0)) }
         return version
@@ -136,6 +139,12 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                AND orientation = ?4 AND keyboard_type = ?5) < 8
         """
 
+    /// Batches per model and reported screen (`device.screen`).
+    private static let upsertModelScreens = """
+        INSERT INTO model_screens(model, screen, count) VALUES (?, ?, ?)
+        ON CONFLICT DO UPDATE SET count = count + excluded.count
+        """
+
     private static func keyValues(_ key: SeriesKey) -> [SQLiteValue] {
         [.text(key.model), .int(Int64(key.osMajor)), .text(key.language), .text(key.orientation.rawValue), .text(key.keyboardType)]
     }
@@ -194,6 +203,12 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                 try sources.run(Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
             }
         }
+        if !delta.screens.isEmpty {
+            let screens = try statement(Self.upsertModelScreens)
+            for (key, count) in delta.screens {
+                try screens.run([.text(key.model), .text(key.screen.description), .int(count)])
+            }
+        }
     }
 
     public func loadCounts() throws -> AggregateDelta {
@@ -233,6 +248,13 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         try statement("SELECT \(keyColumns), source FROM key_sources").forEachRow { row in
             guard let key = series(row) else { return }
             delta.sources[key, default: []].insert(SourceID(UInt64(bitPattern: row.int(5))))
+        }
+        // A read-only open does not migrate: a database from before schema v3 has no screens yet.
+        if try hasTable("model_screens") {
+            try statement("SELECT model, screen, count FROM model_screens").forEachRow { row in
+                guard let screen = ScreenSize(row.text(1)) else { return }
+                delta.screens[ModelScreenKey(model: row.text(0), screen: screen), default: 0] += row.int(2)
+            }
         }
         return delta
     }

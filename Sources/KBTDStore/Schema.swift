@@ -97,6 +97,14 @@ enum Schema {
                 SELECT DISTINCT model, os_major, language, orientation, keyboard_type, 0
                 FROM height_counts WHERE placement = 'docked';
             """),
+        Migration(version: 3, name: "screens per model (screen+language level)", sql: """
+            CREATE TABLE model_screens (
+                model   TEXT NOT NULL,
+                screen  TEXT NOT NULL,
+                count   INTEGER NOT NULL,
+                PRIMARY KEY (model, screen)
+            ) WITHOUT ROWID;
+            """),
     ]
 
     static var latestVersion: Int { migrations.last!.version }

@@ -12,12 +12,14 @@ struct Height: ParsableCommand {
     @Option(help: "OS version, e.g. 26.1.") var os: String?
     @Option(help: "portrait (default) or landscape.") var orientation: String?
     @Option(name: .customLong("keyboard-type"), help: "UIKeyboardType name (default: default).") var keyboardType: String?
+    @Option(help: "Screen in points, portrait, e.g. 393x852 (for models kbtd has no data for).") var screen: String?
     @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
 
     func run() throws {
         let parameters: [String: String?] = [
             "model": model, "language": language, "os": os, "orientation": orientation, "keyboard_type": keyboardType,
+            "screen": screen,
         ]
         let query: HeightQuery
         switch HeightHandlers.query({ parameters[$0] ?? nil }) {

@@ -9,7 +9,7 @@ struct KBTDCommand: AsyncParsableCommand {
         commandName: "kbtd",
         abstract: "Keyboard telemetry daemon: ingests keyboard measurements, serves fallback heights.",
         version: kbtdVersion,
-        subcommands: [Serve.self, Stats.self, Height.self])
+        subcommands: [Serve.self, Stats.self, Height.self, Evaluate.self, Export.self])
 }
 
 let kbtdVersion = "0.1.0"
@@ -19,6 +19,7 @@ enum ExitStatus {
     static let usage: Int32 = 64
     static let noInput: Int32 = 66
     static let software: Int32 = 70
+    static let cantCreate: Int32 = 73
     static let config: Int32 = 78
 }
 

@@ -53,6 +53,19 @@ public enum BacktestFormatter {
         return out
     }
 
+    /// Every case, for digging into a level's errors (`kbtd evaluate --cases`).
+    public static func casesCSV(_ cases: [ChainBacktest.Case]) -> String {
+        var out = "model,os,language,orientation,keyboard_type,hidden,basis,truth_pt,answer_pt,error_pt,default_error_pt\n"
+        for item in cases {
+            out += [
+                item.key.model, String(item.key.osMajor), item.key.language, item.key.orientation.rawValue, item.key.keyboardType,
+                item.hidden.rawValue, item.basis.rawValue, "\(item.truth)", "\(item.answer)", "\(abs(item.answer - item.truth))",
+                "\(abs(item.defaultAnswer - item.truth))",
+            ].map(StatsFormatter.csvField).joined(separator: ",") + "\n"
+        }
+        return out
+    }
+
     static func table(_ rows: [ChainBacktest.Row], chain: String) -> String {
         guard !rows.isEmpty else { return "no key has enough samples to evaluate\n" }
         let all = [columns] + rows.map(cells)

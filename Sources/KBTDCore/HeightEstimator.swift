@@ -150,6 +150,11 @@ public struct HeightEstimator: Sendable {
             animationCurve: animation?.curve ?? settings.defaultCurve)
     }
 
+    /// Other models an OS-aware language difference needs before it is used: a median of five
+    /// outvotes two models whose key is dominated by one odd device (chosen with `kbtd evaluate`
+    /// on a 10,000-device fleet: 3 left a tail of such answers, 8 gave up too much of the OS gain).
+    static let minimumDeltaModels = 5
+
     /// Whether a level may answer: enough docked samples, from enough sources.
     /// Heights are the mode of the votes, so no single source outweighs the rest.
     func supports(_ stats: LevelStats) -> Bool {
@@ -169,7 +174,7 @@ public struct HeightEstimator: Sendable {
         let others = index.models(withLanguage: askedLanguage)
         guard !others.isEmpty else { return nil }
 
-        func stats(_ model: String, _ language: String) -> LevelStats? {
+        func stats(_ model: String, _ language: String, onOS osMajor: Int? = osMajor) -> LevelStats? {
             let stats: LevelStats?
             if let osMajor {
                 stats = index.series(SeriesKey(model: model, osMajor: osMajor, language: language,
@@ -188,12 +193,21 @@ public struct HeightEstimator: Sendable {
             .compactMap { key -> (ModelLanguageKey, LevelStats)? in stats(query.model, key.language).map { (key, $0) } }
             .sorted { ($0.1.votes.total, $1.0.language) > ($1.1.votes.total, $0.0.language) }
 
+        func measuredDifferences(_ reference: String, onOS osMajor: Int?) -> [Int] {
+            others.filter { $0 != query.model }.compactMap { other in
+                guard let askedMode = stats(other, query.language, onOS: osMajor)?.votes.mode,
+                      let baseMode = stats(other, reference, onOS: osMajor)?.votes.mode else { return nil }
+                return askedMode - baseMode
+            }
+        }
+
         for (reference, referenceStats) in candidates {
-            var differences: [Int] = []
-            for other in others where other != query.model {
-                guard let askedMode = stats(other, query.language)?.votes.mode,
-                      let baseMode = stats(other, reference.language)?.votes.mode else { continue }
-                differences.append(askedMode - baseMode)
+            var differences = measuredDifferences(reference.language, onOS: osMajor)
+            // A language difference rarely changes between OS releases, and one measured on
+            // a handful of models is mostly their noise: on a thin OS major, take it over any OS
+            // (the base, which carries the OS shift, stays on the asked OS major).
+            if osMajor != nil && differences.count < Self.minimumDeltaModels {
+                differences = measuredDifferences(reference.language, onOS: nil)
             }
             guard !differences.isEmpty else { continue }
             differences.sort()

@@ -27,6 +27,7 @@ struct Evaluate: ParsableCommand {
     @Option(help: "table, json or csv. Default: table on a terminal, json otherwise.") var format: StatsFormat?
     @Option(help: "current (default), or before-os-aware: the chain of kbtd 0.1, for comparison.") var chain: Chain = .current
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
+    @Flag(help: "Print every case (one CSV line per answer) instead of the summary.") var cases = false
 
     func validate() throws {
         if let os, BatchValidator.osMajor(os) == nil {
@@ -43,6 +44,10 @@ struct Evaluate: ParsableCommand {
         let estimator = HeightEstimator(settings: settings.estimator, chain: chain.value)
         let cases = ChainBacktest.cases(index, estimator: estimator, filter: ChainBacktest.Filter(
             model: model, language: language, osMajor: os.flatMap(BatchValidator.osMajor)))
+        if self.cases {
+            FileHandle.standardOutput.write(Data(BacktestFormatter.casesCSV(cases).utf8))
+            return
+        }
         let chosen = format ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
         FileHandle.standardOutput.write(Data(BacktestFormatter.render(ChainBacktest.rows(cases), chain: chain.rawValue,
                                                                       as: chosen).utf8))

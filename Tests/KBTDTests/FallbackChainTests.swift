@@ -250,6 +250,10 @@ struct FallbackChainTests {
         let file = directory.appendingPathComponent("kbtd-heights.json")
         let export = try runKBTD(["export", "--database", daemon.database, "--output", file.path])
         #expect(export.status == 0, "\(export.stderr)")
+        let unwritable = try runKBTD(["export", "--database", daemon.database, "--output", directory.appendingPathComponent("no/such/dir.json").path])
+        #expect(unwritable.status == 73 && unwritable.stderr.contains("--output"), "\(unwritable.stderr)")
+        let toStdout = try runKBTD(["export", "--database", daemon.database])
+        #expect(toStdout.stdout == (try String(contentsOf: file, encoding: .utf8)))
 
         // The table holds what /v1/heights serves without `os`.
         let document = try JSONParser.parse(Array(try Data(contentsOf: file)))

@@ -110,6 +110,20 @@ struct FallbackChainTests {
         #expect(unseenOS == HeightEstimator().estimate(HeightQuery(model: newModel, language: "ja-JP"), in: index))
     }
 
+    @Test func aThinOSMajorTakesItsBaseFromThatOSAndTheLanguageDifferenceFromAnyOS() throws {
+        let fleet = try ShiftedFleet(seed: 13)
+        let base = fleet.models[0].base
+        // iOS 27 so far: one other phone, whose ja-JP key is dominated by a keyboard without its bar.
+        let index = index(fleet, extra: [
+            ("iPhone20,1", 27, "en-US", base + 10, 30), ("iPhone20,1", 27, "ja-JP", base + 10 - 44, 30),
+            ("iPhone20,2", 27, "en-US", base + 10, 30), ("iPhone20,2", 18, "en-US", base, 40),
+        ])
+        let answer = HeightEstimator().estimate(HeightQuery(model: "iPhone20,2", language: "ja-JP", osMajor: 27), in: index)
+        // The base is iOS 27's own en-US; the difference is the median over all seven models (any OS).
+        #expect(answer.basis == .modelLanguageDelta && answer.height == base + 10 + fleet.languageExtra && answer.samples == 30,
+                "\(answer)")
+    }
+
     @Test func unseenModelWithAKnownScreenGetsTheScreenLevelAndTheCLIAgrees() throws {
         let fleet = try ShiftedFleet(seed: 11)
         let daemon = try TestDaemon().start()

@@ -23,7 +23,7 @@ extension HeightIndex: HeightLevels {
     public func model(_ key: ModelKey) -> LevelStats? { byModel[key] }
     public func languages(ofModel model: String) -> Set<ModelLanguageKey> { keysByModel[model] ?? [] }
     public func models(withLanguage key: LanguageKey) -> Set<String> { modelsByLanguage[key] ?? [] }
-    public func models(withScreen screen: ScreenSize) -> Set<String> { screens.modelsByScreen[screen] ?? [] }
+    public func models(withScreen screen: ScreenSize) -> Set<String> { screens.models(withScreen: screen) }
     public func primaryScreen(of model: String) -> ScreenSize? { screens.primaryScreen(of: model) }
 }
 

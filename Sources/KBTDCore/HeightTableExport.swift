@@ -45,7 +45,8 @@ public enum HeightTableExport {
             models.append((model, .object(members)))
         }
         var screens: [(String, JSONOutput)] = []
-        for (screen, screenModels) in index.screens.modelsByScreen.sorted(by: { $0.key < $1.key }) {
+        for screen in index.screens.screens.sorted() {
+            let screenModels = index.models(withScreen: screen)
             var keys = Set<ModelLanguageKey>()
             for model in screenModels {
                 for key in index.languages(ofModel: model) {

@@ -36,17 +36,37 @@ public struct ScreenSize: Hashable, Sendable, Comparable, CustomStringConvertibl
 
 /// Which screens each model reported (counted per batch), and the models per
 /// screen: the `model_screens` table, in memory.
+///
+/// A model is listed under every screen it reported, but only while that
+/// screen is at least a tenth of its reports, and at most
+/// `screensPerModel` screens are kept per model: a few batches claiming an odd
+/// screen for a popular model neither pull its heights into that screen's
+/// answers nor grow memory without bound.
 public struct ScreenDirectory: Sendable, Equatable {
     public private(set) var countsByModel: [String: [ScreenSize: Int64]] = [:]
-    public private(set) var modelsByScreen: [ScreenSize: Set<String>] = [:]
+    private var totalsByModel: [String: Int64] = [:]
+    private var candidatesByScreen: [ScreenSize: Set<String>] = [:]
+    static let screensPerModel = 16
 
     public init() {}
 
     public mutating func add(model: String, screen: ScreenSize, count: Int64) {
         guard count > 0 else { return }
+        totalsByModel[model, default: 0] += count
+        guard countsByModel[model]?[screen] != nil || (countsByModel[model]?.count ?? 0) < Self.screensPerModel else { return }
         countsByModel[model, default: [:]][screen, default: 0] += count
-        modelsByScreen[screen, default: []].insert(model)
+        candidatesByScreen[screen, default: []].insert(model)
     }
+
+    /// The models that reported `screen` for at least a tenth of their batches.
+    public func models(withScreen screen: ScreenSize) -> Set<String> {
+        (candidatesByScreen[screen] ?? []).filter { model in
+            (countsByModel[model]?[screen] ?? 0) * 10 >= (totalsByModel[model] ?? 0)
+        }
+    }
+
+    /// Every screen some model reported.
+    public var screens: [ScreenSize] { Array(candidatesByScreen.keys) }
 
     /// The screen a model reported most often (ties: the smaller size), or nil.
     public func primaryScreen(of model: String) -> ScreenSize? {

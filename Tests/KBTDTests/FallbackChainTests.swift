@@ -164,6 +164,22 @@ struct FallbackChainTests {
         #expect(badCLI.status == 64 && badCLI.stderr.contains("--screen"))
     }
 
+    @Test func aStrayScreenReportDoesNotListAModelUnderThatScreen() throws {
+        var directory = ScreenDirectory()
+        let main = try #require(ScreenSize("402x874")), odd = try #require(ScreenSize("393x852"))
+        directory.add(model: "iPhone17,1", screen: main, count: 19)
+        directory.add(model: "iPhone17,1", screen: odd, count: 1)
+        #expect(directory.models(withScreen: main) == ["iPhone17,1"])
+        #expect(directory.models(withScreen: odd).isEmpty)  // 1 of 20 batches
+        directory.add(model: "iPhone17,1", screen: odd, count: 2)
+        #expect(directory.models(withScreen: odd) == ["iPhone17,1"])  // 3 of 22: counted under each
+        #expect(directory.primaryScreen(of: "iPhone17,1") == main)
+        // At most 16 screens per model are kept.
+        for width in 1...40 { directory.add(model: "iPad99,1", screen: ScreenSize(width: width, height: 1000), count: 1) }
+        #expect(directory.countsByModel["iPad99,1"]?.count == 16)
+        #expect(ScreenSize("0393x852") == nil && ScreenSize("4096x4096") == ScreenSize(width: 4096, height: 4096))
+    }
+
     @Test func deviceScreenIsValidatedPerBatch() throws {
         let daemon = try TestDaemon().start()
         for bad: JSONOutput in [.string("393x0"), .string("wide"), .string(String(repeating: "9", count: 200)), .int(393)] {

@@ -152,7 +152,8 @@ public struct HeightEstimator: Sendable {
 
     /// Other models an OS-aware language difference needs before it is used: a median of five
     /// outvotes two models whose key is dominated by one odd device (chosen with `kbtd evaluate`
-    /// on a 10,000-device fleet: 3 left a tail of such answers, 8 gave up too much of the OS gain).
+    /// on a kbtd-fleet database with `--os-shift 26=4`: 3 left a tail of such answers, 8 gave up
+    /// some of the OS gain).
     static let minimumDeltaModels = 5
 
     /// Whether a level may answer: enough docked samples, from enough sources.
@@ -164,8 +165,9 @@ public struct HeightEstimator: Sendable {
     /// Level 3: the model's own height for its best-supported language, plus the
     /// median difference between the asked language and that language on
     /// other models that measured both (a candidate bar adds the same everywhere).
-    /// With `osMajor`, base and differences come from that OS major only, so an
-    /// OS release that moved every keyboard does not leak into the answer.
+    /// With `osMajor`, the base comes from that OS major only, so an OS release
+    /// that moved every keyboard does not leak into the answer; so does the
+    /// difference when `minimumDeltaModels` other models measured it there.
     private func languageDelta(_ query: HeightQuery, osMajor: Int?, in index: some HeightLevels,
                                fallback: LevelStats?) -> HeightEstimate? {
         let keys = index.languages(ofModel: query.model)

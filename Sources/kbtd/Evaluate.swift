@@ -12,20 +12,12 @@ struct Evaluate: ParsableCommand {
             points, against the key's own mode; the default_ columns score the constant on the same cases.
             """)
 
-    enum Chain: String, ExpressibleByArgument, CaseIterable {
-        case current
-        /// kbtd 0.1's chain: levels 3 and 4 over any OS, no screen level.
-        case beforeOSAware = "before-os-aware"
-
-        var value: FallbackChain { self == .current ? .current : .beforeOSAware }
-    }
-
     @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
     @Option(help: "Only cases of this device model.") var model: String?
     @Option(help: "Only cases of this keyboard language.") var language: String?
     @Option(help: "Only cases of this OS major version (26 or 26.1).") var os: String?
     @Option(help: "table, json or csv. Default: table on a terminal, json otherwise.") var format: StatsFormat?
-    @Option(help: "current (default), or before-os-aware: the chain of kbtd 0.1, for comparison.") var chain: Chain = .current
+    @Option(help: "current (default), or before-os-aware: the chain of kbtd 0.1, for comparison.") var chain: ChainOption = .current
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
     @Flag(help: "Print every case (one CSV line per answer) instead of the summary.") var cases = false
 
@@ -52,4 +44,13 @@ struct Evaluate: ParsableCommand {
         FileHandle.standardOutput.write(Data(BacktestFormatter.render(ChainBacktest.rows(cases), chain: chain.rawValue,
                                                                       as: chosen).utf8))
     }
+}
+
+/// `--chain` of `evaluate` and `height`: the chain kbtd serves, or kbtd 0.1's for comparison.
+enum ChainOption: String, ExpressibleByArgument, CaseIterable {
+    case current
+    /// kbtd 0.1's chain: levels 3 and 4 over any OS, no screen level.
+    case beforeOSAware = "before-os-aware"
+
+    var value: FallbackChain { self == .current ? .current : .beforeOSAware }
 }

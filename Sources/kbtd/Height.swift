@@ -15,6 +15,8 @@ struct Height: ParsableCommand {
     @Option(help: "Screen in points, portrait, e.g. 393x852 (for models kbtd has no data for).") var screen: String?
     @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
+    @Option(help: "current (default: what GET /v1/height serves), or before-os-aware: kbtd 0.1's chain.")
+    var chain: ChainOption = .current
 
     func run() throws {
         let parameters: [String: String?] = [
@@ -32,7 +34,7 @@ struct Height: ParsableCommand {
         let settings = try resolveSettings(config: config, flags: flags)
         var index = HeightIndex()
         index.apply(try openCounts(settings.database))
-        let estimate = HeightEstimator(settings: settings.estimator).estimate(query, in: index)
+        let estimate = HeightEstimator(settings: settings.estimator, chain: chain.value).estimate(query, in: index)
         print(estimate.json.serialized())
     }
 }

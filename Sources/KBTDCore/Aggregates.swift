@@ -62,6 +62,8 @@ public struct AggregateDelta: Sendable, Equatable {
     public var votes: [SeriesBin: Int64] = [:]
     /// Which sources reported each key (`SourceID.trusted` for trusted peers).
     public var sources: [SeriesKey: Set<SourceID>] = [:]
+    /// Batches per (model, reported screen): the `screen+language` level's directory.
+    public var screens: [ModelScreenKey: Int64] = [:]
 
     public init() {}
 
@@ -76,6 +78,9 @@ public struct AggregateDelta: Sendable, Equatable {
     public init(batch: ValidatedBatch) {
         for sample in batch.samples {
             add(sample, device: batch.device)
+        }
+        if let screen = batch.device.screen, !batch.samples.isEmpty {
+            screens[ModelScreenKey(model: batch.device.model, screen: screen), default: 0] += 1
         }
     }
 
@@ -109,10 +114,11 @@ public struct AggregateDelta: Sendable, Equatable {
         safeAreas.merge(other.safeAreas, uniquingKeysWith: +)
         votes.merge(other.votes, uniquingKeysWith: +)
         sources.merge(other.sources) { $0.union($1) }
+        screens.merge(other.screens, uniquingKeysWith: +)
     }
 
     public var isEmpty: Bool {
-        heights.isEmpty && animations.isEmpty && coldStarts.isEmpty && safeAreas.isEmpty
+        heights.isEmpty && animations.isEmpty && coldStarts.isEmpty && safeAreas.isEmpty && screens.isEmpty
     }
 }
 

@@ -73,7 +73,14 @@ public struct BatchValidator: Sendable {
         }
         let app = try optionalString(value["app"], field: "device.app", maxLength: 128)
         let appVersion = try optionalString(value["app_version"], field: "device.app_version", maxLength: 128)
-        return Device(model: model, os: os, osMajor: osMajor, app: app, appVersion: appVersion)
+        var screen: ScreenSize?
+        if let text = try optionalString(value["screen"], field: "device.screen", maxLength: 128) {
+            guard let parsed = ScreenSize(text) else {
+                throw BatchError(field: "device.screen", reason: ScreenSize.problem(text) ?? "is not a screen size")
+            }
+            screen = parsed
+        }
+        return Device(model: model, os: os, osMajor: osMajor, app: app, appVersion: appVersion, screen: screen)
     }
 
     private func optionalString(_ value: JSONValue?, field: String, maxLength: Int) throws(BatchError) -> String? {

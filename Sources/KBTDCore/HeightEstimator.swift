@@ -4,6 +4,7 @@ public enum EstimateBasis: String, Sendable, CaseIterable {
     case modelLanguage = "model+language"
     case modelLanguageDelta = "model+language-delta"
     case model = "model"
+    case screenLanguage = "screen+language"
     case `default` = "default"
 }
 
@@ -14,14 +15,17 @@ public struct HeightQuery: Hashable, Sendable {
     public var osMajor: Int?
     public var orientation: Orientation
     public var keyboardType: String
+    /// The device's screen in points (`screen=`), for the `screen+language` level.
+    public var screen: ScreenSize?
 
     public init(model: String, language: String, osMajor: Int? = nil,
-                orientation: Orientation = .portrait, keyboardType: String = "default") {
+                orientation: Orientation = .portrait, keyboardType: String = "default", screen: ScreenSize? = nil) {
         self.model = model
         self.language = language
         self.osMajor = osMajor
         self.orientation = orientation
         self.keyboardType = keyboardType
+        self.screen = screen
     }
 }
 
@@ -52,34 +56,67 @@ public struct EstimatorSettings: Sendable, Equatable {
     public init() {}
 }
 
-/// Walks the five-level fallback chain over a `HeightIndex`.
-public struct HeightEstimator: Sendable {
-    public var settings: EstimatorSettings
+/// Which refinements of the chain are on. `current` is what kbtd serves;
+/// `beforeOSAware` is the chain of kbtd 0.1 (levels 3 and 4 over any OS, no
+/// screen level), kept so `kbtd evaluate --chain` can compare the two on the same data.
+public struct FallbackChain: Sendable, Equatable {
+    /// Levels 3 and 4 try the asked OS major first.
+    public var osAware: Bool
+    /// The `screen+language` level between `model` and `default`.
+    public var screenLevel: Bool
 
-    public init(settings: EstimatorSettings = EstimatorSettings()) {
-        self.settings = settings
+    public init(osAware: Bool, screenLevel: Bool) {
+        self.osAware = osAware
+        self.screenLevel = screenLevel
     }
 
-    public func estimate(_ query: HeightQuery, in index: HeightIndex) -> HeightEstimate {
+    public static let current = FallbackChain(osAware: true, screenLevel: true)
+    public static let beforeOSAware = FallbackChain(osAware: false, screenLevel: false)
+}
+
+/// Walks the six-level fallback chain (DESIGN.md §3) over a `HeightIndex`,
+/// or any other `HeightLevels`.
+public struct HeightEstimator: Sendable {
+    public var settings: EstimatorSettings
+    public var chain: FallbackChain
+
+    public init(settings: EstimatorSettings = EstimatorSettings(), chain: FallbackChain = .current) {
+        self.settings = settings
+        self.chain = chain
+    }
+
+    public func estimate(_ query: HeightQuery, in index: some HeightLevels) -> HeightEstimate {
         let modelLanguage = ModelLanguageKey(model: query.model, language: query.language,
                                              orientation: query.orientation, keyboardType: query.keyboardType)
         let modelKey = ModelKey(model: query.model, orientation: query.orientation, keyboardType: query.keyboardType)
-        let modelStats = index.byModel[modelKey]
+        let modelStats = index.model(modelKey)
 
         if let osMajor = query.osMajor {
             let series = SeriesKey(model: query.model, osMajor: osMajor, language: query.language,
                                    orientation: query.orientation, keyboardType: query.keyboardType)
-            if let stats = index.bySeries[series], let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
+            if let stats = index.series(series), let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
                 return estimate
             }
         }
-        if let stats = index.byModelLanguage[modelLanguage], let estimate = answer(stats, basis: .modelLanguage, fallback: modelStats) {
+        if let stats = index.modelLanguage(modelLanguage), let estimate = answer(stats, basis: .modelLanguage, fallback: modelStats) {
             return estimate
         }
-        if let estimate = languageDelta(query, in: index, fallback: modelStats) {
+        if chain.osAware, let osMajor = query.osMajor,
+           let estimate = languageDelta(query, osMajor: osMajor, in: index, fallback: modelStats) {
+            return estimate
+        }
+        if let estimate = languageDelta(query, osMajor: nil, in: index, fallback: modelStats) {
+            return estimate
+        }
+        if chain.osAware, let osMajor = query.osMajor,
+           let stats = modelOnOS(query, osMajor: osMajor, in: index),
+           let estimate = answer(stats, basis: .model, fallback: modelStats) {
             return estimate
         }
         if let stats = modelStats, let estimate = answer(stats, basis: .model, fallback: nil) {
+            return estimate
+        }
+        if chain.screenLevel, let estimate = screenLanguage(query, in: index, fallback: modelStats) {
             return estimate
         }
         return defaultEstimate(query.orientation, modelStats: modelStats)
@@ -131,6 +168,12 @@ public struct HeightEstimator: Sendable {
             animationCurve: animation?.curve ?? settings.defaultCurve)
     }
 
+    /// Other models an OS-aware language difference needs before it is used: a median of five
+    /// outvotes two models whose key is dominated by one odd device (chosen with `kbtd evaluate`
+    /// on a kbtd-fleet database with `--os-shift 26=4`: 3 left a tail of such answers, 8 gave up
+    /// some of the OS gain).
+    static let minimumDeltaModels = 5
+
     /// Whether a level may answer: enough docked samples, from enough sources.
     /// Heights are the mode of the votes, so no single source outweighs the rest.
     func supports(_ stats: LevelStats) -> Bool {
@@ -140,31 +183,51 @@ public struct HeightEstimator: Sendable {
     /// Level 3: the model's own height for its best-supported language, plus the
     /// median difference between the asked language and that language on
     /// other models that measured both (a candidate bar adds the same everywhere).
-    private func languageDelta(_ query: HeightQuery, in index: HeightIndex, fallback: LevelStats?) -> HeightEstimate? {
-        guard let keys = index.keysByModel[query.model] else { return nil }
+    /// With `osMajor`, the base comes from that OS major only, so an OS release
+    /// that moved every keyboard does not leak into the answer; so does the
+    /// difference when `minimumDeltaModels` other models measured it there.
+    private func languageDelta(_ query: HeightQuery, osMajor: Int?, in index: some HeightLevels,
+                               fallback: LevelStats?) -> HeightEstimate? {
+        let keys = index.languages(ofModel: query.model)
+        guard !keys.isEmpty else { return nil }
         let askedLanguage = LanguageKey(language: query.language, orientation: query.orientation, keyboardType: query.keyboardType)
-        guard let others = index.modelsByLanguage[askedLanguage], !others.isEmpty else { return nil }
+        let others = index.models(withLanguage: askedLanguage)
+        guard !others.isEmpty else { return nil }
+
+        func stats(_ model: String, _ language: String, onOS osMajor: Int? = osMajor) -> LevelStats? {
+            let stats: LevelStats?
+            if let osMajor {
+                stats = index.series(SeriesKey(model: model, osMajor: osMajor, language: language,
+                                               orientation: query.orientation, keyboardType: query.keyboardType))
+            } else {
+                stats = index.modelLanguage(ModelLanguageKey(model: model, language: language,
+                                                             orientation: query.orientation, keyboardType: query.keyboardType))
+            }
+            guard let stats, supports(stats) else { return nil }
+            return stats
+        }
 
         // The model's own languages with enough docked samples, best supported first.
         let candidates = keys
             .filter { $0.orientation == query.orientation && $0.keyboardType == query.keyboardType && $0.language != query.language }
-            .compactMap { key -> (ModelLanguageKey, LevelStats)? in
-                guard let stats = index.byModelLanguage[key], supports(stats) else { return nil }
-                return (key, stats)
-            }
+            .compactMap { key -> (ModelLanguageKey, LevelStats)? in stats(query.model, key.language).map { (key, $0) } }
             .sorted { ($0.1.votes.total, $1.0.language) > ($1.1.votes.total, $0.0.language) }
 
+        func measuredDifferences(_ reference: String, onOS osMajor: Int?) -> [Int] {
+            others.filter { $0 != query.model }.compactMap { other in
+                guard let askedMode = stats(other, query.language, onOS: osMajor)?.votes.mode,
+                      let baseMode = stats(other, reference, onOS: osMajor)?.votes.mode else { return nil }
+                return askedMode - baseMode
+            }
+        }
+
         for (reference, referenceStats) in candidates {
-            var differences: [Int] = []
-            for other in others where other != query.model {
-                let asked = ModelLanguageKey(model: other, language: query.language,
-                                             orientation: query.orientation, keyboardType: query.keyboardType)
-                let base = ModelLanguageKey(model: other, language: reference.language,
-                                            orientation: query.orientation, keyboardType: query.keyboardType)
-                guard let askedStats = index.byModelLanguage[asked], supports(askedStats),
-                      let baseStats = index.byModelLanguage[base], supports(baseStats),
-                      let askedMode = askedStats.votes.mode, let baseMode = baseStats.votes.mode else { continue }
-                differences.append(askedMode - baseMode)
+            var differences = measuredDifferences(reference.language, onOS: osMajor)
+            // A language difference rarely changes between OS releases, and one measured on
+            // a handful of models is mostly their noise: on a thin OS major, take it over any OS
+            // (the base, which carries the OS shift, stays on the asked OS major).
+            if osMajor != nil && differences.count < Self.minimumDeltaModels {
+                differences = measuredDifferences(reference.language, onOS: nil)
             }
             guard !differences.isEmpty else { continue }
             differences.sort()
@@ -172,5 +235,36 @@ public struct HeightEstimator: Sendable {
             return answer(referenceStats, basis: .modelLanguageDelta, fallback: fallback, shift: median)
         }
         return nil
+    }
+
+    /// Level 4 on one OS major: the model's heights for any language on that OS.
+    private func modelOnOS(_ query: HeightQuery, osMajor: Int, in index: some HeightLevels) -> LevelStats? {
+        LevelStats.merged(index.languages(ofModel: query.model)
+            .filter { $0.orientation == query.orientation && $0.keyboardType == query.keyboardType }
+            .sorted()
+            .compactMap { index.series(SeriesKey(model: query.model, osMajor: osMajor, language: $0.language,
+                                                 orientation: query.orientation, keyboardType: query.keyboardType)) })
+    }
+
+    /// Level 5: every model that reported the query's screen (or, without
+    /// `screen=`, the model's own most reported screen), for the asked language:
+    /// that OS major first, then any OS.
+    func screenLanguage(_ query: HeightQuery, in index: some HeightLevels, fallback: LevelStats?) -> HeightEstimate? {
+        guard let screen = query.screen ?? index.primaryScreen(of: query.model) else { return nil }
+        let models = index.models(withScreen: screen).sorted()
+        guard !models.isEmpty else { return nil }
+        if let osMajor = query.osMajor,
+           let stats = LevelStats.merged(models.compactMap {
+               index.series(SeriesKey(model: $0, osMajor: osMajor, language: query.language,
+                                      orientation: query.orientation, keyboardType: query.keyboardType))
+           }),
+           let estimate = answer(stats, basis: .screenLanguage, fallback: fallback) {
+            return estimate
+        }
+        guard let stats = LevelStats.merged(models.compactMap {
+            index.modelLanguage(ModelLanguageKey(model: $0, language: query.language,
+                                                 orientation: query.orientation, keyboardType: query.keyboardType))
+        }) else { return nil }
+        return answer(stats, basis: .screenLanguage, fallback: fallback)
     }
 }

@@ -108,6 +108,8 @@ public struct HeightIndex: Sendable {
     public private(set) var modelsByLanguage: [LanguageKey: Set<String>] = [:]
     /// model → its model+language keys, for `/v1/heights`.
     public private(set) var keysByModel: [String: Set<ModelLanguageKey>] = [:]
+    /// Which screens each model reported (the `screen+language` level).
+    public private(set) var screens = ScreenDirectory()
     /// Bumped by every `apply`, so caches know when to drop answers.
     public private(set) var generation: UInt64 = 0
 
@@ -144,6 +146,7 @@ public struct HeightIndex: Sendable {
                                              keyboardType: series.keyboardType), default: []].insert(series.model)
             }
         }
+        for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }
         generation &+= 1
     }
 }

@@ -89,21 +89,44 @@ extension HeightEstimator {
     /// `model+language`), plus what to use for anything else, per orientation.
     /// Keys the model has too little data for are left out rather than sent
     /// down the chain: that keeps the cost linear in the model's own keys.
-    public func allEstimates(model: String, osMajor: Int?, in index: HeightIndex) -> JSONOutput {
-        let keys = (index.keysByModel[model] ?? []).sorted()
+    /// With `screen`, a model nobody has measured yet gets the languages that
+    /// models of that screen measured, answered by the `screen+language` level.
+    public func allEstimates(model: String, osMajor: Int?, screen: ScreenSize? = nil, in index: HeightIndex) -> JSONOutput {
+        let own = index.keysByModel[model] ?? []
         var estimates: [JSONOutput] = []
         var truncated = false
-        for key in keys {
-            guard let estimate = ownEstimate(
-                HeightQuery(model: model, language: key.language, osMajor: osMajor,
-                            orientation: key.orientation, keyboardType: key.keyboardType), in: index),
-                case .object(let members) = estimate.json else { continue }
+        func list(_ key: ModelLanguageKey, _ estimate: HeightEstimate) -> Bool {
             guard estimates.count < Self.maxListedEstimates else {
                 truncated = true
-                break
+                return false
             }
+            guard case .object(let members) = estimate.json else { return true }
             estimates.append(.object([("language", .string(key.language)), ("orientation", .string(key.orientation.rawValue)),
                                       ("keyboard_type", .string(key.keyboardType))] + members))
+            return true
+        }
+        if !own.isEmpty {
+            for key in own.sorted() {
+                guard let estimate = ownEstimate(
+                    HeightQuery(model: model, language: key.language, osMajor: osMajor,
+                                orientation: key.orientation, keyboardType: key.keyboardType), in: index) else { continue }
+                if !list(key, estimate) { break }
+            }
+        } else if let screen {
+            var keys: Set<ModelLanguageKey> = []
+            for other in index.models(withScreen: screen) where other != model {
+                for key in index.languages(ofModel: other) where keys.count <= Self.maxListedEstimates {
+                    keys.insert(ModelLanguageKey(model: model, language: key.language, orientation: key.orientation,
+                                                 keyboardType: key.keyboardType))
+                }
+            }
+            for key in keys.sorted() {
+                let estimate = self.estimate(
+                    HeightQuery(model: model, language: key.language, osMajor: osMajor,
+                                orientation: key.orientation, keyboardType: key.keyboardType, screen: screen), in: index)
+                guard estimate.basis != .default else { continue }
+                if !list(key, estimate) { break }
+            }
         }
         let defaults: [(String, JSONOutput)] = Orientation.allCases.map { orientation in
             let modelStats = index.byModel[ModelKey(model: model, orientation: orientation, keyboardType: "default")]

@@ -31,13 +31,17 @@ public struct Device: Sendable, Equatable {
     public var osMajor: Int
     public var app: String?
     public var appVersion: String?
+    /// The screen in points, portrait, when the client sent `device.screen`.
+    public var screen: ScreenSize?
 
-    public init(model: String, os: String, osMajor: Int, app: String? = nil, appVersion: String? = nil) {
+    public init(model: String, os: String, osMajor: Int, app: String? = nil, appVersion: String? = nil,
+                screen: ScreenSize? = nil) {
         self.model = model
         self.os = os
         self.osMajor = osMajor
         self.app = app
         self.appVersion = appVersion
+        self.screen = screen
     }
 }
 

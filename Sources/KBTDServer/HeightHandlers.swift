@@ -26,8 +26,11 @@ public struct HeightHandlers: Sendable {
             response = JSONResponse.error(.badRequest, "invalid query", detail: fault.description, field: fault.field)
         } else if let os = parameters["os"].map(String.init), BatchValidator.osMajor(os) == nil {
             response = JSONResponse.error(.badRequest, "invalid query", detail: "os: must be a dotted version like 26.1", field: "os")
+        } else if let screen = parameters["screen"].map(String.init), let problem = ScreenSize.problem(screen) {
+            response = JSONResponse.error(.badRequest, "invalid query", detail: "screen: \(problem)", field: "screen")
         } else {
-            response = cached(heights.heights(model: String(parameters["model"]!), os: parameters["os"].map(String.init)),
+            response = cached(heights.heights(model: String(parameters["model"]!), os: parameters["os"].map(String.init),
+                                              screen: parameters["screen"].flatMap { ScreenSize(String($0)) }),
                               request: request)
         }
         return response
@@ -77,7 +80,12 @@ public struct HeightHandlers: Sendable {
         guard KeyboardTypes.all.contains(keyboardType) else {
             return .failure(BatchError(field: "keyboard_type", reason: "must be a UIKeyboardType name such as default or numberPad"))
         }
+        var screen: ScreenSize?
+        if let value = parameter("screen") {
+            if let problem = ScreenSize.problem(value) { return .failure(BatchError(field: "screen", reason: problem)) }
+            screen = ScreenSize(value)
+        }
         return .success(HeightQuery(model: parameter("model")!, language: language, osMajor: osMajor,
-                                    orientation: orientation, keyboardType: keyboardType))
+                                    orientation: orientation, keyboardType: keyboardType, screen: screen))
     }
 }

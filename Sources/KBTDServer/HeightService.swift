@@ -68,7 +68,7 @@ final class HeightService: Sendable {
     }
 
     func height(_ query: HeightQuery) -> CachedAnswer {
-        let key = "1|\(query.model)|\(query.language)|\(query.osMajor ?? -1)|\(query.orientation.rawValue)|\(query.keyboardType)"
+        let key = "1|\(query.model)|\(query.language)|\(query.osMajor ?? -1)|\(query.orientation.rawValue)|\(query.keyboardType)|\(query.screen?.description ?? "")"
         return answer(key) { model in
             let estimate = model.estimator.estimate(query, in: model.index)
             return { Array(estimate.json.serialized().utf8) }
@@ -77,10 +77,10 @@ final class HeightService: Sendable {
 
     /// `os` is cached by its major version (what the estimator uses); the body
     /// echoes the asked string, spliced into the cached bytes.
-    func heights(model modelName: String, os: String?) -> CachedAnswer {
+    func heights(model modelName: String, os: String?, screen: ScreenSize? = nil) -> CachedAnswer {
         let major = os.flatMap(BatchValidator.osMajor)
-        let shared = answer("n|\(modelName)|\(major ?? -1)") { model in
-            let all = model.estimator.allEstimates(model: modelName, osMajor: major, in: model.index)
+        let shared = answer("n|\(modelName)|\(major ?? -1)|\(screen?.description ?? "")") { model in
+            let all = model.estimator.allEstimates(model: modelName, osMajor: major, screen: screen, in: model.index)
             return { Array(all.serialized().utf8) }
         }
         guard let os else { return shared }

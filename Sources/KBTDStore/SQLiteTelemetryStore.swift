@@ -98,11 +98,14 @@ public final class SQLiteTelemetryStore: TelemetryStore {
 
     // MARK: Migrations
 
-    private func appliedVersion() throws(SQLiteError) -> Int {
+    private func hasTable(_ name: String) throws(SQLiteError) -> Bool {
         var exists = false
-        try db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
-            .forEachRow { _ in exists = true }
-        guard exists else { return 0 }
+        try statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").forEachRow([.text(name)]) { _ in exists = true }
+        return exists
+    }
+
+    private func appliedVersion() throws(SQLiteError) -> Int {
+        guard try hasTable("schema_migrations") else { return 0 }
         var version = 0
         try db.prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").forEachRow { version = Int($0.int(0)) }
         return version
@@ -187,6 +190,12 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                AND orientation = ?4 AND keyboard_type = ?5) < 8
         """
 
+    /// Batches per model and reported screen (`device.screen`).
+    private static let upsertModelScreens = """
+        INSERT INTO model_screens(model, screen, count) VALUES (?, ?, ?)
+        ON CONFLICT DO UPDATE SET count = count + excluded.count
+        """
+
     private static func keyValues(_ key: SeriesKey) -> [SQLiteValue] {
         [.text(key.model), .int(Int64(key.osMajor)), .text(key.language), .text(key.orientation.rawValue), .text(key.keyboardType)]
     }
@@ -266,6 +275,8 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             newlyAdmitted.append(key)
         }
         var indexed = added.filter { pass.contains($0) }
+        // Screens are counted per model, not per key: the index takes each commit's as they come.
+        indexed.screens = added.screens
         for key in newlyAdmitted {
             indexed.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
         }
@@ -301,6 +312,12 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                 try sources.run(Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
             }
         }
+        if !delta.screens.isEmpty {
+            let screens = try statement(Self.upsertModelScreens)
+            for (key, count) in delta.screens {
+                try screens.run([.text(key.model), .text(key.screen.description), .int(count)])
+            }
+        }
     }
 
     static func series(_ row: SQLiteRow) -> SeriesKey? {
@@ -314,12 +331,17 @@ public final class SQLiteTelemetryStore: TelemetryStore {
     }
 
     public func loadIndexCounts() throws -> AggregateDelta {
-        try readCounts(where: "(\(Self.keyColumns)) IN (SELECT \(Self.keyColumns) FROM keys WHERE admitted_at IS NOT NULL)", [])
+        // A file no kbtd with the key registry has opened yet (read-only): every key, as that kbtd served.
+        guard try hasTable("keys") else { return try loadCounts() }
+        return try readCounts(where: "(\(Self.keyColumns)) IN (SELECT \(Self.keyColumns) FROM keys WHERE admitted_at IS NOT NULL)", [],
+                       screens: true)
     }
 
     /// Reads counts, one short read transaction per table (so a large
     /// database never pins one snapshot, and the WAL, for the whole read).
-    private func readCounts(where condition: String?, _ values: [SQLiteValue]) throws -> AggregateDelta {
+    /// `screens`: also the per-model screen counts (keyed by model, not by key:
+    /// read for whole loads, not for one key or a page).
+    private func readCounts(where condition: String?, _ values: [SQLiteValue], screens: Bool? = nil) throws -> AggregateDelta {
         var delta = AggregateDelta()
         let filter = condition.map { " WHERE " + $0 } ?? ""
         let keyColumns = Self.keyColumns
@@ -356,16 +378,17 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         try read("SELECT \(keyColumns), source FROM key_sources") { row, key in
             delta.sources[key, default: []].insert(SourceID(UInt64(bitPattern: row.int(5))))
         }
+        // A read-only open does not migrate: a database from before schema v3 has no screens yet.
+        if screens ?? (condition == nil), try hasTable("model_screens") {
+            try statement("SELECT model, screen, count FROM model_screens").forEachRow { row in
+                guard let screen = ScreenSize(row.text(1)) else { return }
+                delta.screens[ModelScreenKey(model: row.text(0), screen: screen), default: 0] += row.int(2)
+            }
+        }
         return delta
     }
 
     // MARK: Reading a page at a time (kbtd stats, /v1/stats)
-
-    private func hasTable(_ name: String) throws -> Bool {
-        var exists = false
-        try db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").forEachRow([.text(name)]) { _ in exists = true }
-        return exists
-    }
 
     private static func conditions(_ filter: StatsFilter) -> (String, [SQLiteValue]) {
         var parts: [String] = []

@@ -117,6 +117,14 @@ enum Schema {
                     GROUP BY model, os_major, language, orientation, keyboard_type
                     HAVING COUNT(*) >= 3 OR MAX(source = 0) = 1);
             """),
+        Migration(version: 4, name: "screens per model (screen+language level)", sql: """
+            CREATE TABLE model_screens (
+                model   TEXT NOT NULL,
+                screen  TEXT NOT NULL,
+                count   INTEGER NOT NULL,
+                PRIMARY KEY (model, screen)
+            ) WITHOUT ROWID;
+            """),
     ]
 
     /// `PRAGMA application_id` of a kbtd database ("kbtd" in ASCII): tells

@@ -18,6 +18,10 @@ enum BatchBody {
             out += ",\"app_version\":"
             string(version, to: &out)
         }
+        if let screen = device.screen {
+            out += ",\"screen\":"
+            string(screen, to: &out)
+        }
         out += "},\"samples\":["
         for (i, sample) in samples.enumerated() {
             if i > 0 { out += "," }

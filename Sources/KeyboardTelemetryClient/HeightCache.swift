@@ -51,16 +51,28 @@ final class HeightCache: Sendable {
         "\(language)|\(orientation.rawValue)|\(keyboardType.rawValue)"
     }
 
-    /// Measured, then server, then the default. Never does I/O.
+    /// Measured, then server, then the bundled table, then the default. kbtd's
+    /// answer for an unseen language wins over the table only when it is more
+    /// than kbtd's own constant (basis `default`). Never does I/O.
     func estimate(language: String, orientation: KeyboardOrientation, keyboardType: KeyboardType,
-                  default fallback: Double) -> KeyboardHeightEstimate {
+                  bundled: Double?, default fallback: Double) -> KeyboardHeightEstimate {
         let key = Self.key(language, orientation, keyboardType)
         return state.withLock { snapshot in
             if let measured = snapshot.measured[key] {
                 return KeyboardHeightEstimate(height: measured, source: .measured)
             }
-            if let server = snapshot.serverEstimates[key] ?? snapshot.serverDefaults[orientation.rawValue] {
+            if let server = snapshot.serverEstimates[key] {
                 return KeyboardHeightEstimate(height: server.height, source: .server(basis: server.basis))
+            }
+            let serverDefault = snapshot.serverDefaults[orientation.rawValue]
+            if let serverDefault, serverDefault.basis != "default" {
+                return KeyboardHeightEstimate(height: serverDefault.height, source: .server(basis: serverDefault.basis))
+            }
+            if let bundled {
+                return KeyboardHeightEstimate(height: bundled, source: .bundled)
+            }
+            if let serverDefault {
+                return KeyboardHeightEstimate(height: serverDefault.height, source: .server(basis: serverDefault.basis))
             }
             return KeyboardHeightEstimate(height: fallback, source: .configuredDefault)
         }

@@ -5,8 +5,10 @@ public struct KeyboardHeightEstimate: Sendable, Equatable {
         /// This device's own last measurement for the language, orientation and keyboard type.
         case measured
         /// kbtd's answer from `GET /v1/heights`; `basis` is its fallback level
-        /// (`model+os+language`, `model+language`, `model+language-delta`, `model`, `default`).
+        /// (`model+os+language`, `model+language`, `model+language-delta`, `model`, `screen+language`, `default`).
         case server(basis: String)
+        /// No measurement and no server answer yet: the table shipped in the app (`kbtd export`).
+        case bundled
         /// No measurement and no server answer yet: the configured default.
         case configuredDefault
     }

@@ -65,6 +65,7 @@ actor HeightsRefresher {
         var components = URLComponents(url: configuration.baseURL.appendingPathComponent("v1/heights"),
                                        resolvingAgainstBaseURL: false)
         components?.queryItems = [URLQueryItem(name: "model", value: device.model), URLQueryItem(name: "os", value: device.os)]
+            + (device.screen.map { [URLQueryItem(name: "screen", value: $0)] } ?? [])
         guard let url = components?.url else { return fail("cannot build the heights URL") }
         var headers = ["Accept": "application/json", "User-Agent": "KeyboardTelemetryClient/1.0"]
         if let etag = cache.snapshot.etag { headers["If-None-Match"] = etag }

@@ -34,6 +34,11 @@ public final class KeyboardTelemetryClient: Sendable {
     /// left there are delivered after `start()`). No network I/O happens before `start()`.
     public init(device: TelemetryDevice, configuration: TelemetryConfiguration,
                 transport: any TelemetryTransport = URLSessionTransport(), clock: any TelemetryClock = SystemClock()) throws {
+        let device = configuration.screen.map { screen in
+            var withScreen = device
+            withScreen.screen = screen
+            return withScreen
+        } ?? device
         self.device = device
         self.configuration = configuration
         self.clock = clock
@@ -188,7 +193,8 @@ public final class KeyboardTelemetryClient: Sendable {
 
     /// The keyboard height to lay out for before the keyboard has shown, in points, without any
     /// input accessory view: this device's last measurement for the language, orientation and type,
-    /// else kbtd's answer, else the configured default. Never waits for the network.
+    /// else kbtd's answer, else the bundled table (`bundledHeights`), else the configured default.
+    /// Never waits for the network.
     public func estimatedHeight(language: String, orientation: KeyboardOrientation,
                                 keyboardType: KeyboardType = .default) -> Double {
         heightEstimate(language: language, orientation: orientation, keyboardType: keyboardType).height
@@ -198,6 +204,10 @@ public final class KeyboardTelemetryClient: Sendable {
     public func heightEstimate(language: String, orientation: KeyboardOrientation,
                                keyboardType: KeyboardType = .default) -> KeyboardHeightEstimate {
         heightCache.estimate(language: language, orientation: orientation, keyboardType: keyboardType,
+                             bundled: configuration.bundledHeights.flatMap {
+                                 $0.height(model: device.model, screen: device.screen, language: language,
+                                           orientation: orientation, keyboardType: keyboardType)
+                             },
                              default: configuration.defaultHeight(orientation))
     }
 

@@ -40,6 +40,14 @@ public struct TelemetryConfiguration: Sendable {
     /// The answer of last resort for landscape, points.
     public var defaultLandscapeHeight: Double = 209
 
+    /// The screen in points, portrait (`393x852`), sent with every batch and height query; nil keeps
+    /// `TelemetryDevice.screen`. On iOS: `TelemetryConfiguration.mainScreenSize()` (UIScreen bounds).
+    public var screen: String?
+    /// A table written by `kbtd export` and shipped in the app bundle: answers before kbtd has
+    /// answered (a fresh install's first keyboard). Order: own measurement, kbtd's cached answer,
+    /// this table, the configured default.
+    public var bundledHeights: BundledHeightTable?
+
     /// Where log messages go.
     public var logger: TelemetryLogger = .standardError
 

@@ -10,13 +10,18 @@ public struct TelemetryDevice: Sendable, Equatable, Codable {
     public var app: String?
     /// `CFBundleShortVersionString` (optional).
     public var appVersion: String?
+    /// The screen in points, portrait, `WIDTHxHEIGHT` (`393x852`), sent as `device.screen` and as
+    /// `screen=` in height queries: lets kbtd answer for a model it has no data for yet from models
+    /// with the same screen. Optional; `TelemetryConfiguration.screen` overrides it.
+    public var screen: String?
 
     /// A device as kbtd's `device` object describes it.
-    public init(model: String, os: String, app: String? = nil, appVersion: String? = nil) {
+    public init(model: String, os: String, app: String? = nil, appVersion: String? = nil, screen: String? = nil) {
         self.model = model
         self.os = os
         self.app = app
         self.appVersion = appVersion
+        self.screen = screen
     }
 
     /// Bundle identifier and version of the main bundle, when it has them.

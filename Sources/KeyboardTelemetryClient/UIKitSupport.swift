@@ -19,6 +19,17 @@ extension TelemetryDevice {
     }
 }
 
+extension TelemetryConfiguration {
+    /// The main screen in points, portrait (`393x852`), for `screen`.
+    @MainActor
+    public static func mainScreenSize() -> String {
+        let bounds = UIScreen.main.bounds
+        let short = Int(min(bounds.width, bounds.height).rounded())
+        let long = Int(max(bounds.width, bounds.height).rounded())
+        return "\(short)x\(long)"
+    }
+}
+
 extension KeyboardSample {
     /// Reads `keyboardFrameEndUserInfoKey`, `keyboardAnimationDurationUserInfoKey` and
     /// `keyboardAnimationCurveUserInfoKey` from a keyboard notification; the caller adds what

@@ -22,6 +22,8 @@ struct FleetDevice: Sendable {
     /// Seconds the device clock is off by; beyond kbtd's window (30 days back, 1 day ahead) every sample is rejected.
     var clockSkew: Double
     var sessions: Int
+    /// Points every docked keyboard on this device's OS major is taller than the table says (`--os-shift`).
+    var osShift: Double = 0
 
     var isPad: Bool { family.isPad }
     /// Older hardware keeps the out-of-process keyboard waiting longer on a cold start.
@@ -32,7 +34,7 @@ struct FleetDevice: Sendable {
     }
 
     var telemetryDevice: TelemetryDevice {
-        TelemetryDevice(model: model, os: os, app: "com.example.chat", appVersion: "3.2.0")
+        TelemetryDevice(model: model, os: os, app: "com.example.chat", appVersion: "3.2.0", screen: family.screens[model])
     }
 }
 
@@ -41,13 +43,16 @@ struct FleetDevice: Sendable {
 struct FleetPlan: Sendable {
     let families: [ModelFamily]
     let seed: UInt64
+    /// OS major -> points added to every docked height on it (`--os-shift 26=4`).
+    let osShifts: [Int: Double]
     /// Identifier -> family, with a popularity weight.
     private let phones: [((String, ModelFamily), Double)]
     private let pads: [((String, ModelFamily), Double)]
 
-    init(families: [ModelFamily], seed: UInt64) {
+    init(families: [ModelFamily], seed: UInt64, osShifts: [Int: Double] = [:]) {
         self.families = families
         self.seed = seed
+        self.osShifts = osShifts
         // Newer phones are more common; iPads are weighted evenly.
         let popularity: [Int: Double] = [10: 2, 11: 3, 12: 5, 13: 7, 14: 9, 15: 9, 16: 9, 17: 8, 18: 6]
         var phones: [((String, ModelFamily), Double)] = []
@@ -90,7 +95,8 @@ struct FleetPlan: Sendable {
             index: index, model: model, family: family, os: os, languages: languages, usesEmoji: random.chance(0.7),
             predictiveBar: random.chance(0.85), accessoryHeight: random.pick([(0, 60), (44, 25), (52, 15)]),
             preWarms: random.chance(0.3), hardwareKeyboard: hardware, shortcutBar: random.chance(0.7), clockSkew: skew,
-            sessions: 1 + min(Int(random.logNormal(median: 2.5, sigma: 0.7)), 11))
+            sessions: 1 + min(Int(random.logNormal(median: 2.5, sigma: 0.7)), 11),
+            osShift: osShifts[Int(os.prefix { $0 != "." }) ?? 0] ?? 0)
     }
 
     /// What a model can run: old phones stop at iOS 16, the newest start at 26.

@@ -35,6 +35,10 @@ struct KBTDFleet: AsyncParsableCommand {
     @Option(help: "Directory with iphone-keyboard-heights.csv and ipad-keyboard-heights.csv.")
     var data: String?
 
+    @Option(name: .customLong("os-shift"),
+            help: "MAJOR=POINTS: every docked keyboard on that OS major is POINTS taller than the table (repeatable), e.g. 26=4.")
+    var osShift: [String] = []
+
     @Option(help: "Give up on undelivered batches after this many seconds.")
     var timeout: Double = 600
 
@@ -43,6 +47,7 @@ struct KBTDFleet: AsyncParsableCommand {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be a positive number of batches per second") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        _ = try osShifts()
         guard let parsed = URL(string: url), parsed.scheme == "http" || parsed.scheme == "https", parsed.host != nil else {
             throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8420")
         }
@@ -59,7 +64,7 @@ struct KBTDFleet: AsyncParsableCommand {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("kbtd-fleet-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let started = Date()
-        let runner = FleetRunner(plan: FleetPlan(families: families, seed: seed), deviceCount: devices, baseURL: baseURL,
+        let runner = FleetRunner(plan: FleetPlan(families: families, seed: seed, osShifts: try osShifts()), deviceCount: devices, baseURL: baseURL,
                                  concurrency: concurrency, transport: transport, scratch: scratch,
                                  deadline: started.addingTimeInterval(timeout), now: started)
         print("kbtd-fleet: \(devices) devices, seed \(seed), \(families.count) model families from \(dataDirectory.path), sending to \(url)")
@@ -73,6 +78,20 @@ struct KBTDFleet: AsyncParsableCommand {
             FileHandle.standardError.write(Data("kbtd-fleet: \(totals.undeliveredDevices) devices still had batches queued after --timeout \(timeout) s\n".utf8))
             throw ExitCode(1)
         }
+    }
+
+    /// `--os-shift` values as OS major -> points.
+    func osShifts() throws -> [Int: Double] {
+        var shifts: [Int: Double] = [:]
+        for value in osShift {
+            let parts = value.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let major = Int(parts[0]), (1...999).contains(major),
+                  let points = Double(parts[1]), points.isFinite, abs(points) <= 200 else {
+                throw ValidationError("--os-shift must be MAJOR=POINTS like 26=4 (|POINTS| <= 200), got '\(value)'")
+            }
+            shifts[major] = points
+        }
+        return shifts
     }
 
     /// Fails fast, naming the URL, when nothing answers there.

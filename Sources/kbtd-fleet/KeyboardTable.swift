@@ -14,6 +14,8 @@ struct ModelFamily: Sendable {
     /// Bottom safe area in portrait and landscape (Face ID phones: 34 and 21; home-indicator iPads: 20).
     var safeAreaPortrait: Double
     var safeAreaLandscape: Double
+    /// Screen in points, portrait (`393x852`), per identifier: what the device reports as `device.screen`.
+    var screens: [String: String] = [:]
 }
 
 /// Loads the two CSVs. Columns are found by the header's names, so a table
@@ -71,11 +73,15 @@ enum KeyboardTable {
         let identifiers = (row.cells["identifiers"] ?? "").split(separator: " ").map(String.init)
         guard !identifiers.isEmpty else { throw LoadError(description: "\(row.file): a row without identifiers") }
         // Face ID phones (812 pt tall and up) have the 34 pt home-indicator inset.
-        let faceID = try number(row, "screen_h") >= 812
+        let screenHeight = try number(row, "screen_h")
+        let faceID = screenHeight >= 812
+        let screenWidth = try number(row, "screen_w")
+        let screen = "\(Int(screenWidth))x\(Int(screenHeight))"
         return ModelFamily(name: row.cells["models"] ?? identifiers[0], identifiers: identifiers, isPad: false,
                            portraitBar: try number(row, "portrait_bar"), portraitNoBar: try number(row, "portrait_nobar"),
                            landscapeBar: try number(row, "landscape_bar"), landscapeNoBar: try number(row, "landscape_nobar"),
-                           safeAreaPortrait: faceID ? 34 : 0, safeAreaLandscape: faceID ? 21 : 0)
+                           safeAreaPortrait: faceID ? 34 : 0, safeAreaLandscape: faceID ? 21 : 0,
+                           screens: Dictionary(uniqueKeysWithValues: identifiers.map { ($0, screen) }))
     }
 
     private static func pad(_ row: (file: String, cells: [String: String])) throws -> ModelFamily {
@@ -87,8 +93,24 @@ enum KeyboardTable {
         return ModelFamily(name: "iPad " + name, identifiers: known?.identifiers ?? [fallback], isPad: true,
                            portraitBar: try number(row, "portrait_bar"), portraitNoBar: try number(row, "portrait_nobar"),
                            landscapeBar: try number(row, "landscape_bar"), landscapeNoBar: try number(row, "landscape_nobar"),
-                           safeAreaPortrait: homeIndicator ? 20 : 0, safeAreaLandscape: homeIndicator ? 20 : 0)
+                           safeAreaPortrait: homeIndicator ? 20 : 0, safeAreaLandscape: homeIndicator ? 20 : 0,
+                           screens: padScreens.filter { (known?.identifiers ?? []).contains($0.key) })
     }
+
+    /// iPad screens in points, portrait, per identifier: the iPad table has no screen columns.
+    /// Source: Apple Human Interface Guidelines, "Layout", device screen sizes (points):
+    /// 9.7" 768x1024, 10.2" 810x1080, 10.5" 834x1112, 11" 834x1194, mini 6 744x1133, 12.9" 1024x1366.
+    static let padScreens: [String: String] = {
+        var screens: [String: String] = [:]
+        for id in ["iPad6,11", "iPad6,12", "iPad7,5", "iPad7,6"] { screens[id] = "768x1024" }
+        for id in ["iPad7,11", "iPad7,12", "iPad11,6", "iPad11,7", "iPad12,1", "iPad12,2"] { screens[id] = "810x1080" }
+        for id in ["iPad7,3", "iPad7,4"] { screens[id] = "834x1112" }
+        for id in ["iPad8,1", "iPad8,3", "iPad8,9", "iPad13,4", "iPad13,5", "iPad14,3", "iPad14,4"] { screens[id] = "834x1194" }
+        for id in ["iPad14,1", "iPad14,2"] { screens[id] = "744x1133" }
+        for id in ["iPad6,7", "iPad6,8", "iPad7,1", "iPad7,2", "iPad8,5", "iPad8,7", "iPad8,11", "iPad13,8", "iPad13,9",
+                   "iPad14,5", "iPad14,6"] { screens[id] = "1024x1366" }
+        return screens
+    }()
 
     /// Machine identifiers of the iPad families the table names (public, e.g. DeviceKit),
     /// and whether they have a home indicator instead of a home button.

@@ -49,6 +49,12 @@ struct SessionSimulator {
 
     /// The docked system keyboard height (no accessory) and, for a first show, the height it reports before the bar appears.
     func height(language: String, orientation: KeyboardOrientation, type: KeyboardType) -> (settled: Double, firstFrame: Double) {
+        let table = tableHeight(language: language, orientation: orientation, type: type)
+        return (table.settled + device.osShift, table.firstFrame + device.osShift)
+    }
+
+    /// The height the published table gives, before any `--os-shift`.
+    private func tableHeight(language: String, orientation: KeyboardOrientation, type: KeyboardType) -> (settled: Double, firstFrame: Double) {
         let family = device.family
         let bar = orientation == .portrait ? family.portraitBar : family.landscapeBar
         let noBar = orientation == .portrait ? family.portraitNoBar : family.landscapeNoBar

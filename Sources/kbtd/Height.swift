@@ -12,12 +12,16 @@ struct Height: ParsableCommand {
     @Option(help: "OS version, e.g. 26.1.") var os: String?
     @Option(help: "portrait (default) or landscape.") var orientation: String?
     @Option(name: .customLong("keyboard-type"), help: "UIKeyboardType name (default: default).") var keyboardType: String?
+    @Option(help: "Screen in points, portrait, e.g. 393x852 (for models kbtd has no data for).") var screen: String?
     @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
+    @Option(help: "current (default: what GET /v1/height serves), or before-os-aware: kbtd 0.1's chain.")
+    var chain: ChainOption = .current
 
     func run() throws {
         let parameters: [String: String?] = [
             "model": model, "language": language, "os": os, "orientation": orientation, "keyboard_type": keyboardType,
+            "screen": screen,
         ]
         let query: HeightQuery
         switch HeightHandlers.query({ parameters[$0] ?? nil }) {
@@ -30,7 +34,7 @@ struct Height: ParsableCommand {
         let settings = try resolveSettings(config: config, flags: flags)
         var index = HeightIndex()
         index.apply(try openCounts(settings.database, indexOnly: true))
-        let estimate = HeightEstimator(settings: settings.estimator).estimate(query, in: index)
+        let estimate = HeightEstimator(settings: settings.estimator, chain: chain.value).estimate(query, in: index)
         print(estimate.json.serialized())
     }
 }

@@ -9,7 +9,7 @@ struct KBTDCommand: AsyncParsableCommand {
         commandName: "kbtd",
         abstract: "Keyboard telemetry daemon: ingests keyboard measurements, serves fallback heights.",
         version: kbtdVersion,
-        subcommands: [Serve.self, Stats.self, Height.self, Reload.self])
+        subcommands: [Serve.self, Stats.self, Height.self, Evaluate.self, Export.self, Reload.self])
 }
 
 let kbtdVersion = "0.1.0"

@@ -22,7 +22,9 @@ struct HeightTests {
     static let chain: [(query: String, basis: String, height: Double, samples: Double, cli: [String])] = [
         ("model=iPhone17,1&language=en-US&os=26.1", "model+os+language", 336, 25, ["--os", "26.1"]),
         ("model=iPhone17,1&language=en-US&os=17.0", "model+language", 330, 55, ["--os", "17.0"]),
-        ("model=iPhone17,1&language=ja-JP&os=26.1", "model+language-delta", 338, 55, ["--os", "26.1"]),
+        // OS-aware: iPhone17,1's en-US on iOS 26 (336, not the any-OS mode 330) plus ja-JP's difference on iOS 26.
+        ("model=iPhone17,1&language=ja-JP&os=26.1", "model+language-delta", 344, 25, ["--os", "26.1"]),
+        ("model=iPhone17,1&language=ja-JP", "model+language-delta", 338, 55, []),
         ("model=iPhone17,1&language=fr-FR", "model", 330, 60, []),
         ("model=iPhone99,9&language=en-US", "default", 335, 0, []),
         ("model=iPhone99,9&language=en-US&orientation=landscape", "default", 209, 0, ["--orientation", "landscape"]),

@@ -38,16 +38,18 @@ struct TestSample {
 
 /// A batch body as JSON bytes.
 func batchBody(id: String = UUID().uuidString, model: String = "iPhone17,1", os: String = "26.1",
-               samples: [TestSample]) -> [UInt8] {
-    batchBody(id: id, model: model, os: os, rawSamples: samples.map(\.json))
+               screen: String? = nil, samples: [TestSample]) -> [UInt8] {
+    batchBody(id: id, model: model, os: os, screen: screen, rawSamples: samples.map(\.json))
 }
 
 func batchBody(id: String = UUID().uuidString, model: String = "iPhone17,1", os: String = "26.1",
-               rawSamples: [JSONOutput]) -> [UInt8] {
+               screen: String? = nil, rawSamples: [JSONOutput]) -> [UInt8] {
+    var device: [(String, JSONOutput)] = [("model", .string(model)), ("os", .string(os)), ("app", .string("com.example.chat")),
+                                          ("app_version", .string("3.2.0"))]
+    if let screen { device.append(("screen", .string(screen))) }
     let document = JSONOutput.object([
         ("batch_id", .string(id)),
-        ("device", .object([("model", .string(model)), ("os", .string(os)), ("app", .string("com.example.chat")),
-                            ("app_version", .string("3.2.0"))])),
+        ("device", .object(device)),
         ("samples", .array(rawSamples)),
     ])
     return Array(document.serialized().utf8)

@@ -1,0 +1,39 @@
+/// What the estimator reads: the live `HeightIndex`, or (for `kbtd evaluate`)
+/// a view of it with some keys hidden. Lookups only; no I/O.
+public protocol HeightLevels {
+    /// `model+os+language` stats.
+    func series(_ key: SeriesKey) -> LevelStats?
+    /// `model+language` stats (any OS).
+    func modelLanguage(_ key: ModelLanguageKey) -> LevelStats?
+    /// `model` stats (any OS, any language).
+    func model(_ key: ModelKey) -> LevelStats?
+    /// The model's (language, orientation, type) keys.
+    func languages(ofModel model: String) -> Set<ModelLanguageKey>
+    /// Models with docked heights for a (language, orientation, type).
+    func models(withLanguage key: LanguageKey) -> Set<String>
+    /// Models that reported a screen size.
+    func models(withScreen screen: ScreenSize) -> Set<String>
+    /// The screen a model reported most often.
+    func primaryScreen(of model: String) -> ScreenSize?
+}
+
+extension HeightIndex: HeightLevels {
+    public func series(_ key: SeriesKey) -> LevelStats? { bySeries[key] }
+    public func modelLanguage(_ key: ModelLanguageKey) -> LevelStats? { byModelLanguage[key] }
+    public func model(_ key: ModelKey) -> LevelStats? { byModel[key] }
+    public func languages(ofModel model: String) -> Set<ModelLanguageKey> { keysByModel[model] ?? [] }
+    public func models(withLanguage key: LanguageKey) -> Set<String> { modelsByLanguage[key] ?? [] }
+    public func models(withScreen screen: ScreenSize) -> Set<String> { screens.models(withScreen: screen) }
+    public func primaryScreen(of model: String) -> ScreenSize? { screens.primaryScreen(of: model) }
+}
+
+extension LevelStats {
+    /// The stats of several keys as one level (counts add; sources are capped as usual).
+    static func merged(_ parts: some Sequence<LevelStats>) -> LevelStats? {
+        var result: LevelStats?
+        for part in parts {
+            if result == nil { result = part } else { result!.merge(part) }
+        }
+        return result
+    }
+}

@@ -1,0 +1,82 @@
+/// `kbtd export`: every estimate kbtd serves, as one compact JSON document an
+/// app ships in its bundle, so the very first keyboard of a fresh install
+/// (before any network answer) is laid out for the right height.
+///
+/// ```json
+/// {"format": "kbtd-height-table", "version": 1,
+///  "defaults": {"portrait": 335.0, "landscape": 209.0},
+///  "models": {"iPhone17,1": {"screen": "402x874",
+///                            "heights": {"en-US|portrait|default": 346.0},
+///                            "default": {"portrait": 346.0}}},
+///  "screens": {"402x874": {"en-US|portrait|default": 346.0}}}
+/// ```
+///
+/// `heights` holds what `GET /v1/heights?model=M` answers without `os` (every
+/// language, orientation and keyboard type the model has data for);
+/// `default` what it answers for a language kbtd has not seen on the model
+/// (left out when that would be the constant); `screens` the
+/// `screen+language` answers, for models that are not in the table.
+public enum HeightTableExport {
+    public static let format = "kbtd-height-table"
+    public static let version = 1
+
+    public static func document(_ index: HeightIndex, estimator: HeightEstimator) -> JSONOutput {
+        var models: [(String, JSONOutput)] = []
+        for model in index.keysByModel.keys.sorted() {
+            var heights: [(String, JSONOutput)] = []
+            for key in index.languages(ofModel: model).sorted() {
+                let estimate = estimator.estimate(
+                    HeightQuery(model: model, language: key.language, orientation: key.orientation,
+                                keyboardType: key.keyboardType), in: index)
+                guard estimate.basis != .default else { continue }
+                heights.append((tableKey(key.language, key.orientation, key.keyboardType), .double(estimate.height)))
+            }
+            var defaults: [(String, JSONOutput)] = []
+            for orientation in Orientation.allCases {
+                guard let stats = index.model(ModelKey(model: model, orientation: orientation, keyboardType: "default")),
+                      estimator.supports(stats) else { continue }
+                let estimate = estimator.estimate(HeightQuery(model: model, language: "", orientation: orientation), in: index)
+                defaults.append((orientation.rawValue, .double(estimate.height)))
+            }
+            var members: [(String, JSONOutput)] = []
+            if let screen = index.primaryScreen(of: model) { members.append(("screen", .string(screen.description))) }
+            members.append(("heights", .object(heights)))
+            if !defaults.isEmpty { members.append(("default", .object(defaults))) }
+            models.append((model, .object(members)))
+        }
+        var screens: [(String, JSONOutput)] = []
+        for screen in index.screens.screens.sorted() {
+            let screenModels = index.models(withScreen: screen)
+            var keys = Set<ModelLanguageKey>()
+            for model in screenModels {
+                for key in index.languages(ofModel: model) {
+                    keys.insert(ModelLanguageKey(model: "", language: key.language, orientation: key.orientation,
+                                                 keyboardType: key.keyboardType))
+                }
+            }
+            var heights: [(String, JSONOutput)] = []
+            for key in keys.sorted() {
+                let query = HeightQuery(model: "", language: key.language, orientation: key.orientation,
+                                        keyboardType: key.keyboardType, screen: screen)
+                guard let estimate = estimator.screenLanguage(query, in: index, fallback: nil) else { continue }
+                heights.append((tableKey(key.language, key.orientation, key.keyboardType), .double(estimate.height)))
+            }
+            if !heights.isEmpty { screens.append((screen.description, .object(heights))) }
+        }
+        return .object([
+            ("format", .string(format)),
+            ("version", .int(Int64(version))),
+            ("defaults", .object([
+                ("portrait", .double(estimator.settings.defaultPortraitHeight)),
+                ("landscape", .double(estimator.settings.defaultLandscapeHeight)),
+            ])),
+            ("models", .object(models)),
+            ("screens", .object(screens)),
+        ])
+    }
+
+    /// `language|orientation|keyboard_type`, the client's cache key too.
+    public static func tableKey(_ language: String, _ orientation: Orientation, _ keyboardType: String) -> String {
+        "\(language)|\(orientation.rawValue)|\(keyboardType)"
+    }
+}

@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import KBTDCore
+import KBTDServer
+
+struct Evaluate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Backtest the fallback chain on the database's own data: per basis, how far its answers are from the truth.",
+        discussion: """
+            Every key with enough samples is asked three times: with the key hidden, with the model's whole \
+            language hidden, and with the whole model hidden (asked with its screen). Errors are absolute, in \
+            points, against the key's own mode; the default_ columns score the constant on the same cases.
+            """)
+
+    @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
+    @Option(help: "Only cases of this device model.") var model: String?
+    @Option(help: "Only cases of this keyboard language.") var language: String?
+    @Option(help: "Only cases of this OS major version (26 or 26.1).") var os: String?
+    @Option(help: "table, json or csv. Default: table on a terminal, json otherwise.") var format: StatsFormat?
+    @Option(help: "current (default), or before-os-aware: the chain of kbtd 0.1, for comparison.") var chain: ChainOption = .current
+    @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
+    @Flag(help: "Print every case (one CSV line per answer) instead of the summary.") var cases = false
+
+    func validate() throws {
+        if let os, BatchValidator.osMajor(os) == nil {
+            throw ValidationError("--os must be a version like 26 or 26.1, got '\(os)'")
+        }
+    }
+
+    func run() throws {
+        var flags: [String: String] = [:]
+        if let database { flags["database"] = database }
+        let settings = try resolveSettings(config: config, flags: flags)
+        var index = HeightIndex()
+        index.apply(try openCounts(settings.database, indexOnly: true))
+        let estimator = HeightEstimator(settings: settings.estimator, chain: chain.value)
+        let cases = ChainBacktest.cases(index, estimator: estimator, filter: ChainBacktest.Filter(
+            model: model, language: language, osMajor: os.flatMap(BatchValidator.osMajor)))
+        if self.cases {
+            FileHandle.standardOutput.write(Data(BacktestFormatter.casesCSV(cases).utf8))
+            return
+        }
+        let chosen = format ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
+        FileHandle.standardOutput.write(Data(BacktestFormatter.render(ChainBacktest.rows(cases), chain: chain.rawValue,
+                                                                      as: chosen).utf8))
+    }
+}
+
+/// `--chain` of `evaluate` and `height`: the chain kbtd serves, or kbtd 0.1's for comparison.
+enum ChainOption: String, ExpressibleByArgument, CaseIterable {
+    case current
+    /// kbtd 0.1's chain: levels 3 and 4 over any OS, no screen level.
+    case beforeOSAware = "before-os-aware"
+
+    var value: FallbackChain { self == .current ? .current : .beforeOSAware }
+}

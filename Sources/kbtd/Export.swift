@@ -1,0 +1,32 @@
+import ArgumentParser
+import Foundation
+import KBTDCore
+import KBTDServer
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write every served estimate as one compact, versioned JSON document an app can bundle.")
+
+    @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
+    @Option(help: "Write here (atomically) instead of standard output.") var output: String?
+    @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
+
+    func run() throws {
+        var flags: [String: String] = [:]
+        if let database { flags["database"] = database }
+        let settings = try resolveSettings(config: config, flags: flags)
+        var index = HeightIndex()
+        index.apply(try openCounts(settings.database, indexOnly: true))
+        let document = HeightTableExport.document(index, estimator: HeightEstimator(settings: settings.estimator))
+        let data = Data((document.serialized() + "\n").utf8)
+        guard let output else {
+            FileHandle.standardOutput.write(data)
+            return
+        }
+        do {
+            try data.write(to: URL(fileURLWithPath: output), options: .atomic)
+        } catch {
+            throw fail("cannot write --output \(output): \(error.localizedDescription)", code: ExitStatus.cannotCreate)
+        }
+    }
+}

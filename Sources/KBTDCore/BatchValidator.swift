@@ -1,5 +1,5 @@
 /// Turns a parsed JSON document into a `ValidatedBatch`, applying every rule of
-/// DESIGN.md §3. Batch-level faults throw `BatchError`; sample faults reject
+/// docs/http-api.md. Batch-level faults throw `BatchError`; sample faults reject
 /// that sample alone (partial success).
 public struct BatchValidator: Sendable {
     /// Most samples one batch may carry.

@@ -58,6 +58,7 @@ public struct Daemon: Sendable {
 
         let router = Router(context: KBTDRequestContext.self)
         router.add(middleware: LogRequestsMiddleware(.debug))
+        router.add(middleware: MethodNotAllowedMiddleware(KBTDRoutes.methods))
         let rateLimiter = ClientRateLimiter(limits: initial.limits)
         let connections = ConnectionLimiter(maximum: initial.limits.maxConnections)
         let sourceWeights = SourceWeights(maxVotesPerSource: initial.maxVotesPerSource)
@@ -71,6 +72,7 @@ public struct Daemon: Sendable {
         router.get("/healthz", use: operations.health)
         router.get("/metrics", use: operations.prometheus)
         router.get("/v1/stats", use: operations.stats)
+        router.get("/dashboard", use: DashboardHandler(operations: operations, heights: heights, metrics: metrics).page)
         let channel = HTTP1Channel.serving(router.buildResponder(), limits: initial.limits, logger: logger)
 
         let sockets = Self.listenerSockets(initial, logger: logger)

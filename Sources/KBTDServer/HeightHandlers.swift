@@ -13,7 +13,10 @@ public struct HeightHandlers: Sendable {
         let response: Response
         let parameters = request.uri.queryParameters
         switch HeightHandlers.query({ parameters[Substring($0)].map(String.init) }) {
-        case .success(let query): response = cached(heights.height(query), request: request)
+        case .success(let query):
+            let answer = heights.height(query)
+            if let basis = answer.basis { metrics.heightAnswer(basis: basis) }
+            response = cached(answer, request: request)
         case .failure(let error): response = JSONResponse.error(.badRequest, "invalid query", detail: error.description, field: error.field)
         }
         metrics.request(route: "/v1/height", status: response.status.code)

@@ -5,6 +5,8 @@ import Synchronization
 struct CachedAnswer: Sendable {
     var body: [UInt8]
     var etag: String
+    /// The level that answered a single-height question (nil for `/v1/heights`).
+    var basis: EstimateBasis? = nil
 }
 
 /// Holds the in-memory `HeightIndex` the height endpoints answer from, the
@@ -43,18 +45,29 @@ final class HeightService: Sendable {
 
     func height(_ query: HeightQuery) -> CachedAnswer {
         let key = "1|\(query.model)|\(query.language)|\(query.osMajor ?? -1)|\(query.orientation.rawValue)|\(query.keyboardType)"
-        return answer(key) { $0.estimator.estimate(query, in: $0.index).json }
+        return answer(key) { state in
+            let estimate = state.estimator.estimate(query, in: state.index)
+            return (estimate.json, estimate.basis)
+        }
     }
+
+    /// The estimate `height(_:)` serves, as a value (the dashboard marks it on its histograms).
+    func estimate(_ query: HeightQuery) -> HeightEstimate {
+        state.withLock { $0.estimator.estimate(query, in: $0.index) }
+    }
+
+    var minSamples: Int64 { state.withLock { $0.estimator.settings.minSamples } }
 
     func heights(model: String, os: String?) -> CachedAnswer {
-        answer("n|\(model)|\(os ?? "")") { $0.estimator.allEstimates(model: model, os: os, in: $0.index) }
+        answer("n|\(model)|\(os ?? "")") { ($0.estimator.allEstimates(model: model, os: os, in: $0.index), nil) }
     }
 
-    private func answer(_ key: String, render: (State) -> JSONOutput) -> CachedAnswer {
+    private func answer(_ key: String, render: (State) -> (JSONOutput, EstimateBasis?)) -> CachedAnswer {
         state.withLock { state in
             if let cached = state.cache[key] { return cached }
-            let body = Array(render(state).serialized().utf8)
-            let answer = CachedAnswer(body: body, etag: Self.etag(body))
+            let (json, basis) = render(state)
+            let body = Array(json.serialized().utf8)
+            let answer = CachedAnswer(body: body, etag: Self.etag(body), basis: basis)
             if state.cache.count >= cacheLimit { state.cache.removeAll(keepingCapacity: true) }
             state.cache[key] = answer
             return answer

@@ -4,7 +4,7 @@ import KBTDCore
 import KBTDStore
 import NIOPosix
 
-/// `/healthz`, `/metrics`, `/v1/stats`. The last two answer only local peers
+/// `/healthz`, `/metrics`, `/v1/stats` (and `/dashboard`, beside). The last ones answer only local peers
 /// (loopback, the Unix socket) unless the admin token is presented.
 struct OperationsHandlers: Sendable {
     let writer: GroupCommitWriter
@@ -30,6 +30,7 @@ struct OperationsHandlers: Sendable {
     func prometheus(_ request: Request, context: KBTDRequestContext) -> Response {
         if let denied = authorize(request, context) { return denied }
         metrics.queueDepth.set(Double(writer.queueDepth))
+        metrics.queueCapacity.set(Double(writer.capacity))
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
     }
@@ -50,7 +51,7 @@ struct OperationsHandlers: Sendable {
         }
     }
 
-    private func authorize(_ request: Request, _ context: KBTDRequestContext) -> Response? {
+    func authorize(_ request: Request, _ context: KBTDRequestContext) -> Response? {
         if context.isLocalPeer { return nil }
         if let token = settings.current.adminToken, bearerMatches(request, anyOf: [token]) { return nil }
         return JSONResponse.error(.forbidden, "forbidden",

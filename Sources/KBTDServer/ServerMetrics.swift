@@ -1,3 +1,5 @@
+import Foundation
+import KBTDCore
 import Prometheus
 import Synchronization
 
@@ -6,12 +8,18 @@ import Synchronization
 public final class ServerMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     let queueDepth: Gauge
+    let queueCapacity: Gauge
     let commitSeconds: ValueHistogram
     let commitBatches: ValueHistogram
     let samplesAccepted: Counter
     /// Counters by label values, so the hot path does not go through the
     /// registry (a lock and a label array) on every request.
     private let counters = Mutex<[String: Counter]>([:])
+    /// Served `/v1/height` answers by basis since start, for the dashboard (the same figures as
+    /// `kbtd_height_answers_total`, which Prometheus cannot be asked for from here).
+    private let answers = Mutex<[EstimateBasis: Int64]>([:])
+    /// Unix seconds at which these counters started.
+    let startedAt = Int64(Date().timeIntervalSince1970)
 
     private static func name(_ metric: String, unit: String = "", _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "kbtd", metricName: metric, unitName: unit, helpText: help)
@@ -19,10 +27,14 @@ public final class ServerMetrics: Sendable {
 
     private static var requests: MetricNameDescriptor { name("http_requests", unit: "total", "HTTP requests by route and status") }
     private static var batches: MetricNameDescriptor { name("batches", unit: "total", "Ingested batches by outcome (stored, duplicate, rejected, unavailable)") }
+    private static var heightAnswers: MetricNameDescriptor {
+        name("height_answers", unit: "total", "GET /v1/height answers (200 and 304) by the fallback level that answered, since start")
+    }
     private static var rejected: MetricNameDescriptor { name("samples_rejected", unit: "total", "Rejected samples by the field at fault") }
 
     init() {
         queueDepth = registry.makeGauge(descriptor: Self.name("write_queue_depth", "Batches waiting for a commit"))
+        queueCapacity = registry.makeGauge(descriptor: Self.name("write_queue_capacity", "Most batches that may wait for a commit (past it: 503)"))
         commitSeconds = registry.makeValueHistogram(
             descriptor: Self.name("commit", unit: "seconds", "Time to commit one group of batches (including fsync)"),
             buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
@@ -49,6 +61,18 @@ public final class ServerMetrics: Sendable {
 
     func batch(_ outcome: String) {
         counter("b|\(outcome)") { registry.makeCounter(descriptor: Self.batches, labels: [("outcome", outcome)]) }.increment()
+    }
+
+    func heightAnswer(basis: EstimateBasis) {
+        answers.withLock { $0[basis, default: 0] += 1 }
+        counter("h|\(basis.rawValue)") {
+            registry.makeCounter(descriptor: Self.heightAnswers, labels: [("basis", basis.rawValue)])
+        }.increment()
+    }
+
+    /// Answers by basis since start (what the dashboard draws).
+    var answersByBasis: BasisCounts {
+        BasisCounts(counts: answers.withLock { $0 }, since: startedAt)
     }
 
     func samplesRejected(field: String, count: Int = 1) {

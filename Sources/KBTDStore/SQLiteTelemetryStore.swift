@@ -136,6 +136,13 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                AND orientation = ?4 AND keyboard_type = ?5) < 8
         """
 
+    /// Samples ingested per hour: the dashboard's "samples over time".
+    private static let upsertHourlyIngest = """
+        INSERT INTO hourly_ingest(hour, batches, samples, rejected) VALUES (?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET batches = batches + excluded.batches, samples = samples + excluded.samples,
+            rejected = rejected + excluded.rejected
+        """
+
     private static func keyValues(_ key: SeriesKey) -> [SQLiteValue] {
         [.text(key.model), .int(Int64(key.osMajor)), .text(key.language), .text(key.orientation.rawValue), .text(key.keyboardType)]
     }
@@ -157,11 +164,25 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                 if isNew { added.merge(batch.delta) }
             }
             try write(added)
+            try writeHourlyIngest(batches, stored: stored)
             try db.execute("COMMIT;")
             return CommitResult(stored: stored, added: added)
         } catch {
             try? db.execute("ROLLBACK;")
             throw error
+        }
+    }
+
+    private func writeHourlyIngest(_ batches: [PendingBatch], stored: [Bool]) throws(SQLiteError) {
+        var hours: [Int64: (batches: Int64, samples: Int64, rejected: Int64)] = [:]
+        for (batch, isNew) in zip(batches, stored) where isNew {
+            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].batches += 1
+            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].samples += Int64(batch.accepted)
+            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].rejected += Int64(batch.rejected)
+        }
+        let upsert = try statement(Self.upsertHourlyIngest)
+        for (hour, counts) in hours {
+            try upsert.run([.int(hour), .int(counts.batches), .int(counts.samples), .int(counts.rejected)])
         }
     }
 
@@ -239,13 +260,30 @@ public final class SQLiteTelemetryStore: TelemetryStore {
 
     public func pruneBatchIDs(receivedBefore cutoff: Int64) throws -> Int {
         try statement("DELETE FROM batches WHERE received_at < ?").run([.int(cutoff)])
-        return db.changes
+        let removed = db.changes
+        // Hourly ingest counts share the batch ids' retention (whole hours before the cutoff).
+        try statement("DELETE FROM hourly_ingest WHERE hour + 3600 <= ?").run([.int(cutoff)])
+        return removed
     }
 
     public func batchIDCount() throws -> Int {
         var count = 0
         try statement("SELECT COUNT(*) FROM batches").forEachRow { count = Int($0.int(0)) }
         return count
+    }
+
+    /// Batches and samples stored per hour from `since` (Unix seconds) on, oldest first;
+    /// empty for a database from before the table existed (opened read-only, not migrated).
+    public func hourlyIngest(since: Int64) throws -> [HourlyIngest] {
+        var exists = false
+        try statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hourly_ingest'").forEachRow { _ in exists = true }
+        guard exists else { return [] }
+        var hours: [HourlyIngest] = []
+        try statement("SELECT hour, batches, samples, rejected FROM hourly_ingest WHERE hour >= ? ORDER BY hour")
+            .forEachRow([.int(since)]) { row in
+                hours.append(HourlyIngest(hour: row.int(0), batches: row.int(1), samples: row.int(2), rejected: row.int(3)))
+            }
+        return hours
     }
 
     /// `PRAGMA integrity_check`'s answer (`ok` when sound).

@@ -97,6 +97,19 @@ enum Schema {
                 SELECT DISTINCT model, os_major, language, orientation, keyboard_type, 0
                 FROM height_counts WHERE placement = 'docked';
             """),
+        Migration(version: 3, name: "samples ingested per hour (dashboard)", sql: """
+            -- One row per UTC hour (Unix seconds of its start) in which batches were stored;
+            -- pruned with the seen batch ids (batch_retention_days).
+            CREATE TABLE hourly_ingest (
+                hour     INTEGER PRIMARY KEY,
+                batches  INTEGER NOT NULL,
+                samples  INTEGER NOT NULL,
+                rejected INTEGER NOT NULL
+            );
+            INSERT INTO hourly_ingest
+                SELECT received_at / 3600 * 3600, COUNT(*), SUM(accepted), SUM(rejected)
+                FROM batches GROUP BY received_at / 3600;
+            """),
     ]
 
     static var latestVersion: Int { migrations.last!.version }

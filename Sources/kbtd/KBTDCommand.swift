@@ -9,16 +9,17 @@ struct KBTDCommand: AsyncParsableCommand {
         commandName: "kbtd",
         abstract: "Keyboard telemetry daemon: ingests keyboard measurements, serves fallback heights.",
         version: kbtdVersion,
-        subcommands: [Serve.self, Stats.self, Height.self])
+        subcommands: [Serve.self, Stats.self, Height.self, Report.self])
 }
 
 let kbtdVersion = "0.1.0"
 
-/// Exit codes of DESIGN.md §2 (sysexits.h).
+/// Exit codes (sysexits.h; docs/command-line.md).
 enum ExitStatus {
     static let usage: Int32 = 64
     static let noInput: Int32 = 66
     static let software: Int32 = 70
+    static let cantCreate: Int32 = 73
     static let config: Int32 = 78
 }
 

@@ -80,7 +80,8 @@ public struct BatchValidator: Sendable {
         switch value {
         case nil, .null?: return nil
         case .string(let string)?:
-            guard string.count <= maxLength else {
+            // Code points, as JSON Schema's maxLength counts them (not grapheme clusters).
+            guard string.unicodeScalars.count <= maxLength else {
                 throw BatchError(field: field, reason: "must be at most \(maxLength) characters")
             }
             return string

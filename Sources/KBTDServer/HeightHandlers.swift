@@ -31,8 +31,9 @@ public struct HeightHandlers: Sendable {
         } else if let os = parameters["os"].map(String.init), BatchValidator.osMajor(os) == nil {
             response = JSONResponse.error(.badRequest, "invalid query", detail: "os: must be a dotted version like 26.1", field: "os")
         } else {
-            response = cached(heights.heights(model: String(parameters["model"]!), os: parameters["os"].map(String.init)),
-                              request: request)
+            let answer = heights.heights(model: String(parameters["model"]!), os: parameters["os"].map(String.init))
+            metrics.heightEstimates(answer.bases)
+            response = cached(answer, request: request)
         }
         metrics.request(route: "/v1/heights", status: response.status.code)
         return response

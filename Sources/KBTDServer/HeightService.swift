@@ -7,6 +7,8 @@ struct CachedAnswer: Sendable {
     var etag: String
     /// The level that answered a single-height question (nil for `/v1/heights`).
     var basis: EstimateBasis? = nil
+    /// The levels of a `/v1/heights` answer's estimates, in order (empty for `/v1/height`).
+    var bases: [EstimateBasis] = []
 }
 
 /// Holds the in-memory `HeightIndex` the height endpoints answer from, the
@@ -62,12 +64,24 @@ final class HeightService: Sendable {
         answer("n|\(model)|\(os ?? "")") { ($0.estimator.allEstimates(model: model, os: os, in: $0.index), nil) }
     }
 
+    /// The `basis` of each entry of a `/v1/heights` body's `estimates`.
+    private static func bases(_ body: JSONOutput) -> [EstimateBasis] {
+        guard case .object(let members) = body,
+              case .array(let estimates)? = members.first(where: { $0.0 == "estimates" })?.1 else { return [] }
+        return estimates.compactMap { estimate in
+            guard case .object(let fields) = estimate, case .string(let basis)? = fields.first(where: { $0.0 == "basis" })?.1 else {
+                return nil
+            }
+            return EstimateBasis(rawValue: basis)
+        }
+    }
+
     private func answer(_ key: String, render: (State) -> (JSONOutput, EstimateBasis?)) -> CachedAnswer {
         state.withLock { state in
             if let cached = state.cache[key] { return cached }
             let (json, basis) = render(state)
             let body = Array(json.serialized().utf8)
-            let answer = CachedAnswer(body: body, etag: Self.etag(body), basis: basis)
+            let answer = CachedAnswer(body: body, etag: Self.etag(body), basis: basis, bases: basis == nil ? Self.bases(json) : [])
             if state.cache.count >= cacheLimit { state.cache.removeAll(keepingCapacity: true) }
             state.cache[key] = answer
             return answer

@@ -17,7 +17,7 @@ public final class ServerMetrics: Sendable {
     private let counters = Mutex<[String: Counter]>([:])
     /// Served `/v1/height` answers by basis since start, for the dashboard (the same figures as
     /// `kbtd_height_answers_total`, which Prometheus cannot be asked for from here).
-    private let answers = Mutex<[EstimateBasis: Int64]>([:])
+    private let answers = Mutex<(single: [EstimateBasis: Int64], model: [EstimateBasis: Int64])>(([:], [:]))
     /// Unix seconds at which these counters started.
     let startedAt = Int64(Date().timeIntervalSince1970)
 
@@ -28,7 +28,8 @@ public final class ServerMetrics: Sendable {
     private static var requests: MetricNameDescriptor { name("http_requests", unit: "total", "HTTP requests by route and status") }
     private static var batches: MetricNameDescriptor { name("batches", unit: "total", "Ingested batches by outcome (stored, duplicate, rejected, unavailable)") }
     private static var heightAnswers: MetricNameDescriptor {
-        name("height_answers", unit: "total", "GET /v1/height answers (200 and 304) by the fallback level that answered, since start")
+        name("height_answers", unit: "total",
+             "Height answers by route and fallback level: GET /v1/height answers (200 and 304), and each estimate of a GET /v1/heights answer")
     }
     private static var rejected: MetricNameDescriptor { name("samples_rejected", unit: "total", "Rejected samples by the field at fault") }
 
@@ -64,15 +65,29 @@ public final class ServerMetrics: Sendable {
     }
 
     func heightAnswer(basis: EstimateBasis) {
-        answers.withLock { $0[basis, default: 0] += 1 }
-        counter("h|\(basis.rawValue)") {
-            registry.makeCounter(descriptor: Self.heightAnswers, labels: [("basis", basis.rawValue)])
-        }.increment()
+        answers.withLock { $0.single[basis, default: 0] += 1 }
+        answerCounter("/v1/height", basis).increment()
+    }
+
+    /// The estimates of one `/v1/heights` answer (or 304), one count each.
+    func heightEstimates(_ bases: [EstimateBasis]) {
+        guard !bases.isEmpty else { return }
+        var tally: [EstimateBasis: Int64] = [:]
+        for basis in bases { tally[basis, default: 0] += 1 }
+        answers.withLock { $0.model.merge(tally, uniquingKeysWith: +) }
+        for (basis, count) in tally { answerCounter("/v1/heights", basis).increment(by: count) }
+    }
+
+    private func answerCounter(_ route: String, _ basis: EstimateBasis) -> Counter {
+        counter("h|\(route)|\(basis.rawValue)") {
+            registry.makeCounter(descriptor: Self.heightAnswers, labels: [("route", route), ("basis", basis.rawValue)])
+        }
     }
 
     /// Answers by basis since start (what the dashboard draws).
     var answersByBasis: BasisCounts {
-        BasisCounts(counts: answers.withLock { $0 }, since: startedAt)
+        let (single, model) = answers.withLock { $0 }
+        return BasisCounts(counts: single, modelEstimates: model, since: startedAt)
     }
 
     func samplesRejected(field: String, count: Int = 1) {

@@ -21,6 +21,10 @@ struct DashboardRouteTests {
         #expect(try daemon.get("/v1/height?model=iPhone17,1&language=ja-JP&os=26.1").json?["basis"] == .string("model+os+language"))
         #expect(try daemon.get("/v1/height?model=iPhone9,9&language=en-US").json?["basis"] == .string("default"))
 
+        let all = try daemon.get("/v1/heights?model=iPhone17,1").json
+        let estimateBases = all?["estimates"]?.array?.compactMap { $0["basis"]?.string } ?? []
+        #expect(!estimateBases.isEmpty)
+
         let page = try daemon.get("/dashboard?model=iPhone17,1")
         #expect(page.status == 200 && page.header("Content-Type") == "text/html; charset=utf-8")
         #expect(page.header("Content-Security-Policy") == DashboardPage.contentSecurityPolicy)
@@ -28,9 +32,15 @@ struct DashboardRouteTests {
         #expect(htmlTags(html, "<rect class=\"bar\"").map { $0["data-bin"] } == ["302.0", "346.0"])
         let basis = Dictionary(uniqueKeysWithValues: htmlTags(html, "<rect class=\"basis\"").map { ($0["data-basis"]!, $0["data-count"]!) })
         #expect(basis == ["model+os+language": "1", "model+language": "1", "model+language-delta": "0", "model": "0", "default": "1"])
+        // Each estimate of the /v1/heights answer counts once under its basis.
+        var expected: [String: Int] = [:]
+        for basis in estimateBases { expected[basis, default: 0] += 1 }
+        for tag in htmlTags(html, "<rect class=\"basis-model\"") {
+            #expect(Int(tag["data-count"] ?? "") == expected[tag["data-basis"] ?? ""] ?? 0, "\(tag)")
+        }
         // The same counters on /metrics.
         let metrics = try daemon.get("/metrics").text
-        #expect(metrics.contains("kbtd_height_answers_total{basis=\"default\"} 1"))
+        #expect(metrics.contains("kbtd_height_answers_total{route=\"/v1/height\",basis=\"default\"} 1"))
         // Hourly ingest: both batches, every accepted sample.
         let hours = htmlTags(html, "<rect class=\"hour\"")
         #expect(hours.compactMap { Int($0["data-samples"] ?? "") }.reduce(0, +) == 49)

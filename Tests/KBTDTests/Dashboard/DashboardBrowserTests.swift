@@ -9,38 +9,8 @@ import Testing
 struct DashboardBrowserTests {
     static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
-    /// Runs a program to its end on a thread of its own (not the cooperative pool); output goes through files.
     static func run(_ executable: String, _ arguments: [String], timeout: Double = 120) async throws -> CommandResult {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                let directory = TestPaths.temporaryDirectory()
-                defer { try? FileManager.default.removeItem(at: directory) }
-                let outPath = directory.appendingPathComponent("stdout"), errPath = directory.appendingPathComponent("stderr")
-                _ = FileManager.default.createFile(atPath: outPath.path, contents: nil)
-                _ = FileManager.default.createFile(atPath: errPath.path, contents: nil)
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: executable)
-                process.arguments = arguments
-                let handles: (FileHandle, FileHandle)
-                do {
-                    handles = (try FileHandle(forWritingTo: outPath), try FileHandle(forWritingTo: errPath))
-                    process.standardOutput = handles.0
-                    process.standardError = handles.1
-                    try process.run()
-                } catch {
-                    continuation.resume(throwing: error)
-                    return
-                }
-                defer { try? handles.0.close(); try? handles.1.close() }
-                let deadline = Date().addingTimeInterval(timeout)
-                while process.isRunning && Date() < deadline { usleep(50_000) }
-                if process.isRunning { process.terminate() }
-                process.waitUntilExit()
-                let stdout = (try? String(contentsOf: outPath, encoding: .utf8)) ?? ""
-                let stderr = (try? String(contentsOf: errPath, encoding: .utf8)) ?? ""
-                continuation.resume(returning: CommandResult(status: process.terminationStatus, stdout: stdout, stderr: stderr))
-            }.start()
-        }
+        try await runProgram(executable, arguments, timeout: timeout)
     }
 
     static func browser(_ profile: URL, _ arguments: [String]) async throws -> CommandResult {

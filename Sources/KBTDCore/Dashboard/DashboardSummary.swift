@@ -104,25 +104,28 @@ struct DashboardSummary {
             }
         }
 
-        // Cold start: the whole filter, and per key for the table.
-        var coldByKey: [SeriesKey: (cold: CountHistogram, warm: CountHistogram)] = [:]
+        // Cold start: the whole filter; per key only totals, then histograms for the keys shown.
+        var coldTotals: [SeriesKey: (cold: Int64, warm: Int64)] = [:]
         for (key, count) in counts.coldStarts where filter.matches(key.series) {
             if key.preloaded {
                 warm.add(key.bucket, count)
                 warmBuckets[key.bucket, default: 0] += count
-                coldByKey[key.series, default: (CountHistogram(), CountHistogram())].warm.add(key.bucket, count)
+                coldTotals[key.series, default: (0, 0)].warm += count
             } else {
                 cold.add(key.bucket, count)
                 coldBuckets[key.bucket, default: 0] += count
-                coldByKey[key.series, default: (CountHistogram(), CountHistogram())].cold.add(key.bucket, count)
+                coldTotals[key.series, default: (0, 0)].cold += count
             }
         }
-        coldStartRows = coldByKey.lazy
-            .filter { $0.value.cold.total > 0 && $0.value.warm.total > 0 }
-            .smallest(Self.maxColdStartRows) {
-                ($1.value.cold.total + $1.value.warm.total, $0.key) < ($0.value.cold.total + $0.value.warm.total, $1.key)
-            }
-            .map { ColdStartRow(key: $0.key, cold: $0.value.cold, warm: $0.value.warm) }
+        let shown = coldTotals.lazy
+            .filter { $0.value.cold > 0 && $0.value.warm > 0 }
+            .smallest(Self.maxColdStartRows) { ($1.value.cold + $1.value.warm, $0.key) < ($0.value.cold + $0.value.warm, $1.key) }
+            .map(\.key)
+        var rows = Dictionary(uniqueKeysWithValues: shown.map { ($0, ColdStartRow(key: $0, cold: CountHistogram(), warm: CountHistogram())) })
+        for (key, count) in counts.coldStarts where rows[key.series] != nil {
+            if key.preloaded { rows[key.series]!.warm.add(key.bucket, count) } else { rows[key.series]!.cold.add(key.bucket, count) }
+        }
+        coldStartRows = shown.map { rows[$0]! }
 
         // Thinnest keys: docked samples closest to min_samples (below it first on a tie).
         let minSamples = input.minSamples

@@ -80,6 +80,6 @@ let package = Package(
         ], swiftSettings: strict),
         .testTarget(name: "KBTDTests", dependencies: [
             "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
-        ], exclude: ["Fixtures"], swiftSettings: strict),
+        ], swiftSettings: strict),
     ]
 )

@@ -1,5 +1,5 @@
 /// Turns a parsed JSON document into a `ValidatedBatch`, applying every rule of
-/// DESIGN.md §3. Batch-level faults throw `BatchError`; sample faults reject
+/// docs/http-api.md. Batch-level faults throw `BatchError`; sample faults reject
 /// that sample alone (partial success).
 public struct BatchValidator: Sendable {
     /// Most samples one batch may carry.
@@ -87,7 +87,8 @@ public struct BatchValidator: Sendable {
         switch value {
         case nil, .null?: return nil
         case .string(let string)?:
-            guard string.count <= maxLength else {
+            // Code points, as JSON Schema's maxLength counts them (not grapheme clusters).
+            guard string.unicodeScalars.count <= maxLength else {
                 throw BatchError(field: field, reason: "must be at most \(maxLength) characters")
             }
             return string

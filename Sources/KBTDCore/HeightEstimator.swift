@@ -1,4 +1,4 @@
-/// Which level of the fallback chain an estimate came from (DESIGN.md §3).
+/// Which level of the fallback chain an estimate came from (docs/fallback-chain.md).
 public enum EstimateBasis: String, Sendable, CaseIterable {
     case modelOSLanguage = "model+os+language"
     case modelLanguage = "model+language"

@@ -15,7 +15,7 @@ public enum Placement: String, Sendable, CaseIterable, Hashable {
     case docked, floating, hardware
 }
 
-/// The UIKeyboardType names DESIGN.md accepts.
+/// The UIKeyboardType names the protocol accepts (docs/http-api.md).
 public enum KeyboardTypes {
     public static let all: Set<String> = [
         "default", "asciiCapable", "numbersAndPunctuation", "URL", "numberPad", "phonePad",

@@ -86,6 +86,7 @@ public struct Daemon: Sendable {
         let router = Router(context: KBTDRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: EveryResponseMiddleware(metrics: metrics))
+        router.add(middleware: MethodNotAllowedMiddleware(KBTDRoutes.methods))
         let rateLimiter = ClientRateLimiter(limits: initial.limits)
         let connections = ConnectionLimiter(maximum: initial.limits.maxConnections, perClient: initial.limits.maxConnectionsPerClient)
         let sourceWeights = SourceWeights(maxVotesPerSource: initial.maxVotesPerSource,
@@ -105,6 +106,7 @@ public struct Daemon: Sendable {
         router.get("/healthz", use: operations.health)
         router.get("/metrics", use: operations.prometheus)
         router.get("/v1/stats", use: operations.stats)
+        router.get("/dashboard", use: DashboardHandler(operations: operations, heights: heights, metrics: metrics).page)
         let channel = HTTP1Channel.serving(router.buildResponder(), limits: initial.limits, logger: logger, metrics: metrics)
 
         let sockets = Self.listenerSockets(initial, logger: logger)

@@ -12,7 +12,7 @@ struct EveryResponseMiddleware: RouterMiddleware {
     typealias Context = KBTDRequestContext
     let metrics: ServerMetrics
 
-    static let routes: Set<String> = ["/v1/batches", "/v1/height", "/v1/heights", "/healthz", "/metrics", "/v1/stats"]
+    static let routes = Set(KBTDRoutes.methods.keys)
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let route = Self.routes.contains(request.uri.path) ? request.uri.path : "other"

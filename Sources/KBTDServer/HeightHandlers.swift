@@ -13,7 +13,10 @@ public struct HeightHandlers: Sendable {
         let response: Response
         let parameters = request.uri.queryParameters
         switch HeightHandlers.query({ parameters[Substring($0)].map(String.init) }) {
-        case .success(let query): response = cached(heights.height(query), request: request)
+        case .success(let query):
+            let answer = heights.height(query)
+            if let basis = answer.basis { metrics.heightAnswer(basis: basis) }
+            response = cached(answer, request: request)
         case .failure(let error): response = JSONResponse.error(.badRequest, "invalid query", detail: error.description, field: error.field)
         }
         return response
@@ -29,9 +32,10 @@ public struct HeightHandlers: Sendable {
         } else if let screen = parameters["screen"].map(String.init), let problem = ScreenSize.problem(screen) {
             response = JSONResponse.error(.badRequest, "invalid query", detail: "screen: \(problem)", field: "screen")
         } else {
-            response = cached(heights.heights(model: String(parameters["model"]!), os: parameters["os"].map(String.init),
-                                              screen: parameters["screen"].flatMap { ScreenSize(String($0)) }),
-                              request: request)
+            let answer = heights.heights(model: String(parameters["model"]!), os: parameters["os"].map(String.init),
+                                         screen: parameters["screen"].flatMap { ScreenSize(String($0)) })
+            metrics.heightEstimates(answer.bases)
+            response = cached(answer, request: request)
         }
         return response
     }

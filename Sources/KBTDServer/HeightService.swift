@@ -5,6 +5,10 @@ import Synchronization
 struct CachedAnswer: Sendable {
     var body: [UInt8]
     var etag: String
+    /// The level that answered a single-height question (nil for `/v1/heights`).
+    var basis: EstimateBasis? = nil
+    /// The levels of a `/v1/heights` answer's estimates, in order (empty for `/v1/height`).
+    var bases: [EstimateBasis] = []
 }
 
 /// Holds the in-memory `HeightIndex` the height endpoints answer from, the
@@ -71,9 +75,16 @@ final class HeightService: Sendable {
         let key = "1|\(query.model)|\(query.language)|\(query.osMajor ?? -1)|\(query.orientation.rawValue)|\(query.keyboardType)|\(query.screen?.description ?? "")"
         return answer(key) { model in
             let estimate = model.estimator.estimate(query, in: model.index)
-            return { Array(estimate.json.serialized().utf8) }
+            return ({ Array(estimate.json.serialized().utf8) }, estimate.basis, [])
         }
     }
+
+    /// The estimate `height(_:)` serves, as a value (the dashboard marks it on its histograms).
+    func estimate(_ query: HeightQuery) -> HeightEstimate {
+        model.withLock { $0.estimator.estimate(query, in: $0.index) }
+    }
+
+    var minSamples: Int64 { model.withLock { $0.estimator.settings.minSamples } }
 
     /// `os` is cached by its major version (what the estimator uses); the body
     /// echoes the asked string, spliced into the cached bytes.
@@ -81,7 +92,7 @@ final class HeightService: Sendable {
         let major = os.flatMap(BatchValidator.osMajor)
         let shared = answer("n|\(modelName)|\(major ?? -1)|\(screen?.description ?? "")") { model in
             let all = model.estimator.allEstimates(model: modelName, osMajor: major, screen: screen, in: model.index)
-            return { Array(all.serialized().utf8) }
+            return ({ Array(all.serialized().utf8) }, nil, Self.bases(all))
         }
         guard let os else { return shared }
         // The shared body starts `{"model":"M","os":null,`: model and os are validated
@@ -89,18 +100,34 @@ final class HeightService: Sendable {
         let prefix = Array("{\"model\":\"\(modelName)\",\"os\":".utf8)
         let null = Array("null".utf8)
         guard shared.body.starts(with: prefix), shared.body[prefix.count...].starts(with: null) else { return shared }
-        let body = prefix + Array("\"\(os)\"".utf8) + shared.body[(prefix.count + null.count)...]
-        return CachedAnswer(body: body, etag: Self.etag(body))
+        var spliced = shared
+        spliced.body = prefix + Array("\"\(os)\"".utf8) + shared.body[(prefix.count + null.count)...]
+        spliced.etag = Self.etag(spliced.body)
+        return spliced
+    }
+
+    /// The `basis` of each entry of a `/v1/heights` body's `estimates`.
+    private static func bases(_ body: JSONOutput) -> [EstimateBasis] {
+        guard case .object(let members) = body,
+              case .array(let estimates)? = members.first(where: { $0.0 == "estimates" })?.1 else { return [] }
+        return estimates.compactMap { estimate in
+            guard case .object(let fields) = estimate, case .string(let basis)? = fields.first(where: { $0.0 == "basis" })?.1 else {
+                return nil
+            }
+            return EstimateBasis(rawValue: basis)
+        }
     }
 
     /// Looks `key` up; on a miss computes the answer under the index lock
-    /// (`compute` returns a renderer) and renders it outside every lock.
-    private func answer(_ key: String, compute: (Model) -> () -> [UInt8]) -> CachedAnswer {
+    /// (`compute` returns a renderer and the levels that answered) and renders
+    /// it outside every lock.
+    private func answer(_ key: String,
+                        compute: (Model) -> (() -> [UInt8], EstimateBasis?, [EstimateBasis])) -> CachedAnswer {
         let (hit, generation) = cache.withLock { ($0.answers[key], $0.generation) }
         if let hit { return hit }
-        let render = model.withLock { compute($0) }
+        let (render, basis, bases) = model.withLock { compute($0) }
         let body = render()
-        let answer = CachedAnswer(body: body, etag: Self.etag(body))
+        let answer = CachedAnswer(body: body, etag: Self.etag(body), basis: basis, bases: bases)
         cache.withLock { cache in
             guard cache.generation == generation else { return }
             if cache.bytes + body.count > cacheLimitBytes {

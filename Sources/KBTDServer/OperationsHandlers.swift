@@ -4,7 +4,7 @@ import KBTDCore
 import KBTDStore
 import NIOPosix
 
-/// `/healthz`, `/metrics`, `/v1/stats`. The last two answer only local peers
+/// `/healthz`, `/metrics`, `/v1/stats` (and `/dashboard`, beside). The last ones answer only local peers
 /// (loopback, the Unix socket) unless the admin token is presented.
 struct OperationsHandlers: Sendable {
     let writer: GroupCommitWriter
@@ -36,6 +36,7 @@ struct OperationsHandlers: Sendable {
         if let denied = authorize(request, context) { return denied }
         metrics.queueDepth.set(Double(writer.queueDepth))
         refreshGauges()
+        metrics.queueCapacity.set(Double(writer.capacity))
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
     }
@@ -107,7 +108,7 @@ struct OperationsHandlers: Sendable {
         return SeriesKey(model: parts[0], osMajor: major, language: parts[2], orientation: orientation, keyboardType: parts[4])
     }
 
-    private func authorize(_ request: Request, _ context: KBTDRequestContext) -> Response? {
+    func authorize(_ request: Request, _ context: KBTDRequestContext) -> Response? {
         if context.isLocalPeer { return nil }
         if let token = settings.current.adminToken, bearerMatches(request, anyOf: [token]) { return nil }
         return JSONResponse.error(.forbidden, "forbidden",

@@ -1,3 +1,4 @@
+import Foundation
 import KBTDCore
 import Prometheus
 import Synchronization
@@ -7,6 +8,7 @@ import Synchronization
 public final class ServerMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     let queueDepth: Gauge
+    let queueCapacity: Gauge
     let commitSeconds: ValueHistogram
     let commitBatches: ValueHistogram
     let samplesAccepted: Counter
@@ -17,6 +19,11 @@ public final class ServerMetrics: Sendable {
     /// Counters by label values, so the hot path does not go through the
     /// registry (a lock and a label array) on every request.
     private let counters = Mutex<[String: Counter]>([:])
+    /// Served `/v1/height` answers by basis since start, for the dashboard (the same figures as
+    /// `kbtd_height_answers_total`, which Prometheus cannot be asked for from here).
+    private let answers = Mutex<(single: [EstimateBasis: Int64], model: [EstimateBasis: Int64])>(([:], [:]))
+    /// Unix seconds at which these counters started.
+    let startedAt = Int64(Date().timeIntervalSince1970)
 
     private static func name(_ metric: String, unit: String = "", _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "kbtd", metricName: metric, unitName: unit, helpText: help)
@@ -24,10 +31,15 @@ public final class ServerMetrics: Sendable {
 
     private static var requests: MetricNameDescriptor { name("http_requests", unit: "total", "HTTP requests by route and status") }
     private static var batches: MetricNameDescriptor { name("batches", unit: "total", "Ingested batches by outcome (stored, duplicate, rejected, unavailable)") }
+    private static var heightAnswers: MetricNameDescriptor {
+        name("height_answers", unit: "total",
+             "Height answers by route and fallback level: GET /v1/height answers (200 and 304), and each estimate of a GET /v1/heights answer")
+    }
     private static var rejected: MetricNameDescriptor { name("samples_rejected", unit: "total", "Rejected samples by the field at fault") }
 
     init() {
         queueDepth = registry.makeGauge(descriptor: Self.name("write_queue_depth", "Batches waiting for a commit"))
+        queueCapacity = registry.makeGauge(descriptor: Self.name("write_queue_capacity", "Most batches that may wait for a commit (past it: 503)"))
         commitSeconds = registry.makeValueHistogram(
             descriptor: Self.name("commit", unit: "seconds", "Time to commit one group of batches (including fsync)"),
             buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
@@ -59,6 +71,32 @@ public final class ServerMetrics: Sendable {
 
     func batch(_ outcome: String) {
         counter("b|\(outcome)") { registry.makeCounter(descriptor: Self.batches, labels: [("outcome", outcome)]) }.increment()
+    }
+
+    func heightAnswer(basis: EstimateBasis) {
+        answers.withLock { $0.single[basis, default: 0] += 1 }
+        answerCounter("/v1/height", basis).increment()
+    }
+
+    /// The estimates of one `/v1/heights` answer (or 304), one count each.
+    func heightEstimates(_ bases: [EstimateBasis]) {
+        guard !bases.isEmpty else { return }
+        var tally: [EstimateBasis: Int64] = [:]
+        for basis in bases { tally[basis, default: 0] += 1 }
+        answers.withLock { $0.model.merge(tally, uniquingKeysWith: +) }
+        for (basis, count) in tally { answerCounter("/v1/heights", basis).increment(by: count) }
+    }
+
+    private func answerCounter(_ route: String, _ basis: EstimateBasis) -> Counter {
+        counter("h|\(route)|\(basis.rawValue)") {
+            registry.makeCounter(descriptor: Self.heightAnswers, labels: [("route", route), ("basis", basis.rawValue)])
+        }
+    }
+
+    /// Answers by basis since start (what the dashboard draws).
+    var answersByBasis: BasisCounts {
+        let (single, model) = answers.withLock { $0 }
+        return BasisCounts(counts: single, modelEstimates: model, since: startedAt)
     }
 
     func samplesRejected(field: String, count: Int = 1) {

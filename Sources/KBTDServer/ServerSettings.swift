@@ -34,7 +34,7 @@ public enum TrustedPeers: String, Sendable, Equatable, CaseIterable {
     case none
 }
 
-/// Everything `kbtd serve` can be told, with the defaults DESIGN.md gives.
+/// Everything `kbtd serve` can be told, with the defaults docs/command-line.md gives.
 /// The command line layers flags, `KBTD_*` variables and the config file over these.
 public struct ServerSettings: Sendable, Equatable {
     public var listen: [ListenAddress] = [ListenAddress(host: "127.0.0.1", port: 8420)]

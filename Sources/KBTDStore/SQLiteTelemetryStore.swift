@@ -196,6 +196,13 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         ON CONFLICT DO UPDATE SET count = count + excluded.count
         """
 
+    /// Samples ingested per hour: the dashboard's "samples over time".
+    private static let upsertHourlyIngest = """
+        INSERT INTO hourly_ingest(hour, batches, samples, rejected) VALUES (?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET batches = batches + excluded.batches, samples = samples + excluded.samples,
+            rejected = rejected + excluded.rejected
+        """
+
     private static func keyValues(_ key: SeriesKey) -> [SQLiteValue] {
         [.text(key.model), .int(Int64(key.osMajor)), .text(key.language), .text(key.orientation.rawValue), .text(key.keyboardType)]
     }
@@ -236,6 +243,7 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             }
             try write(added)
             let (indexed, admitted) = try admit(added, trusted: trustedKeys, now: batches.map(\.receivedAt).max() ?? 0)
+            try writeHourlyIngest(batches, stored: stored)
             try db.execute("COMMIT;")
             return CommitResult(stored: stored, added: indexed, admitted: admitted)
         } catch {
@@ -281,6 +289,19 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             indexed.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
         }
         return (indexed, newlyAdmitted.count)
+    }
+
+    private func writeHourlyIngest(_ batches: [PendingBatch], stored: [Bool]) throws(SQLiteError) {
+        var hours: [Int64: (batches: Int64, samples: Int64, rejected: Int64)] = [:]
+        for (batch, isNew) in zip(batches, stored) where isNew {
+            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].batches += 1
+            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].samples += Int64(batch.accepted)
+            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].rejected += Int64(batch.rejected)
+        }
+        let upsert = try statement(Self.upsertHourlyIngest)
+        for (hour, counts) in hours {
+            try upsert.run([.int(hour), .int(counts.batches), .int(counts.samples), .int(counts.rejected)])
+        }
     }
 
     private func write(_ delta: AggregateDelta) throws(SQLiteError) {
@@ -378,7 +399,7 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         try read("SELECT \(keyColumns), source FROM key_sources") { row, key in
             delta.sources[key, default: []].insert(SourceID(UInt64(bitPattern: row.int(5))))
         }
-        // A read-only open does not migrate: a database from before schema v3 has no screens yet.
+        // A read-only open does not migrate: a database from before schema v4 has no screens yet.
         if screens ?? (condition == nil), try hasTable("model_screens") {
             try statement("SELECT model, screen, count FROM model_screens").forEachRow { row in
                 guard let screen = ScreenSize(row.text(1)) else { return }
@@ -508,13 +529,30 @@ public final class SQLiteTelemetryStore: TelemetryStore {
 
     public func pruneBatchIDs(receivedBefore cutoff: Int64) throws -> Int {
         try statement("DELETE FROM batches WHERE received_at < ?").run([.int(cutoff)])
-        return db.changes
+        let removed = db.changes
+        // Hourly ingest counts share the batch ids' retention (whole hours before the cutoff).
+        try statement("DELETE FROM hourly_ingest WHERE hour + 3600 <= ?").run([.int(cutoff)])
+        return removed
     }
 
     public func batchIDCount() throws -> Int {
         var count = 0
         try statement("SELECT COUNT(*) FROM batches").forEachRow { count = Int($0.int(0)) }
         return count
+    }
+
+    /// Batches and samples stored per hour from `since` (Unix seconds) on, oldest first;
+    /// empty for a database from before the table existed (opened read-only, not migrated).
+    public func hourlyIngest(since: Int64) throws -> [HourlyIngest] {
+        var exists = false
+        try statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hourly_ingest'").forEachRow { _ in exists = true }
+        guard exists else { return [] }
+        var hours: [HourlyIngest] = []
+        try statement("SELECT hour, batches, samples, rejected FROM hourly_ingest WHERE hour >= ? ORDER BY hour")
+            .forEachRow([.int(since)]) { row in
+                hours.append(HourlyIngest(hour: row.int(0), batches: row.int(1), samples: row.int(2), rejected: row.int(3)))
+            }
+        return hours
     }
 
     /// `PRAGMA integrity_check`'s answer (`ok` when sound).

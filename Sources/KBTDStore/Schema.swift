@@ -125,6 +125,19 @@ enum Schema {
                 PRIMARY KEY (model, screen)
             ) WITHOUT ROWID;
             """),
+        Migration(version: 5, name: "samples ingested per hour (dashboard)", sql: """
+            -- One row per UTC hour (Unix seconds of its start) in which batches were stored;
+            -- pruned with the seen batch ids (batch_retention_days).
+            CREATE TABLE hourly_ingest (
+                hour     INTEGER PRIMARY KEY,
+                batches  INTEGER NOT NULL,
+                samples  INTEGER NOT NULL,
+                rejected INTEGER NOT NULL
+            );
+            INSERT INTO hourly_ingest
+                SELECT received_at / 3600 * 3600, COUNT(*), SUM(accepted), SUM(rejected)
+                FROM batches GROUP BY received_at / 3600;
+            """),
     ]
 
     /// `PRAGMA application_id` of a kbtd database ("kbtd" in ASCII): tells

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Writes the body of `POST /v1/batches` (DESIGN.md §3) by hand: the field
+/// Writes the body of `POST /v1/batches` (docs/http-api.md) by hand: the field
 /// order is fixed and numbers use Swift's shortest round-trip form.
 enum BatchBody {
     static func json(batchID: UUID, device: TelemetryDevice, samples: [KeyboardSample]) -> Data {

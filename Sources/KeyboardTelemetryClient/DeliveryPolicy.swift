@@ -13,7 +13,7 @@ enum DeliveryOutcome: Equatable, Sendable {
     case retry(reason: String, retryAfter: TimeInterval?)
 }
 
-/// The delivery rules of DESIGN.md §3, and the client's backoff.
+/// The delivery rules of docs/http-api.md, and the client's backoff.
 enum DeliveryPolicy {
     static func outcome(of response: TransportResponse, now: Date) -> DeliveryOutcome {
         let status = response.status

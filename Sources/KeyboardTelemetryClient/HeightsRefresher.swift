@@ -123,7 +123,7 @@ actor HeightsRefresher {
         return .failed(reason)
     }
 
-    /// The body of `GET /v1/heights` (DESIGN.md §3); unknown fields are ignored.
+    /// The body of `GET /v1/heights` (docs/http-api.md); unknown fields are ignored.
     private struct HeightsAnswer: Decodable {
         struct Estimate: Decodable {
             var language: String

@@ -10,7 +10,7 @@ struct KBTDFleet: AsyncParsableCommand {
         commandName: "kbtd-fleet",
         abstract: "Simulate devices that measure their keyboards and send the measurements to kbtd.",
         discussion: """
-        Devices are drawn from the published keyboard-height tables (--data, else ../shared/data): \
+        Devices are drawn from the published keyboard-height tables (--data, else the repository's data/ folder): \
         the model mix, OS versions, keyboard languages including CJK and emoji, orientations, predictive \
         bar on and off, accessory views, iPad hardware keyboards, cold starts with and without pre-warming, \
         clock skew and a few broken samples. The same --seed simulates the same fleet. The last line of \

@@ -1,6 +1,6 @@
 import Foundation
 
-/// One row of the published heights tables (`../shared/data/*.csv`): docked
+/// One row of the published heights tables (`data/*.csv` in this repository): docked
 /// keyboard heights of a model family, with and without the QuickType bar.
 struct ModelFamily: Sendable {
     var name: String
@@ -123,8 +123,10 @@ enum KeyboardTable {
         "Pro 12.9 (3rd gen and later)": (["iPad8,5", "iPad8,7", "iPad8,11", "iPad13,8", "iPad13,9", "iPad14,5", "iPad14,6"], true),
     ]
 
-    /// `--data DIR`, else `../shared/data` from the working directory or the package root,
-    /// else the copies in `Tests/KBTDTests/Fixtures`.
+    /// `--data DIR`, else the repository's `data/` found without flags: next to
+    /// the executable or any folder above it (`.build/debug/kbtd-fleet` in a
+    /// clone), the package root this binary was built from, or the working
+    /// directory. `swift run kbtd-fleet` in a fresh clone finds it either way.
     static func locate(explicit: String?) throws -> URL {
         let fileManager = FileManager.default
         if let explicit {
@@ -134,16 +136,18 @@ enum KeyboardTable {
             }
             return url
         }
-        let workingDirectory = URL(fileURLWithPath: fileManager.currentDirectoryPath)
+        var candidates: [URL] = []
+        // The executable's folder and each one above it.
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        while folder.path != "/" && !folder.path.isEmpty {
+            candidates.append(folder.appendingPathComponent("data"))
+            folder = folder.deletingLastPathComponent()
+        }
         // Sources/kbtd-fleet/KeyboardTable.swift -> the package root.
         let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let candidates = [
-            workingDirectory.appendingPathComponent("../shared/data"),
-            packageRoot.appendingPathComponent("../shared/data"),
-            workingDirectory.appendingPathComponent("Tests/KBTDTests/Fixtures"),
-            packageRoot.appendingPathComponent("Tests/KBTDTests/Fixtures"),
-        ]
+        candidates.append(packageRoot.appendingPathComponent("data"))
+        candidates.append(URL(fileURLWithPath: fileManager.currentDirectoryPath).appendingPathComponent("data"))
         for candidate in candidates where fileManager.fileExists(atPath: candidate.appendingPathComponent(phoneFile).path) {
             return candidate.standardizedFileURL
         }

@@ -3,7 +3,7 @@ import struct KBTDCore.SplitMix64
 import KeyboardTelemetryClient
 
 /// Generates what one device's app records, session by session, following
-/// `../shared/data/README.md`: the first show of a session often reports the
+/// `data/README.md`: the first show of a session often reports the
 /// no-bar height and a `change` follows with the bar (duration 0); CJK
 /// keyboards carry a candidate bar that stays with predictive off; emoji has
 /// the bar height; accessory views are inside the height; the first show after

@@ -9,12 +9,12 @@ struct KBTDCommand: AsyncParsableCommand {
         commandName: "kbtd",
         abstract: "Keyboard telemetry daemon: ingests keyboard measurements, serves fallback heights.",
         version: kbtdVersion,
-        subcommands: [Serve.self, Stats.self, Height.self, Evaluate.self, Export.self, Reload.self])
+        subcommands: [Serve.self, Stats.self, Height.self, Evaluate.self, Export.self, Report.self, Reload.self])
 }
 
 let kbtdVersion = "0.1.0"
 
-/// Exit codes of DESIGN.md §2 (sysexits.h).
+/// Exit codes (sysexits.h; docs/command-line.md).
 enum ExitStatus {
     static let usage: Int32 = 64
     /// The database is not a kbtd database (garbage, another application's, a newer schema).

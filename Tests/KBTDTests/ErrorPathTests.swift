@@ -3,7 +3,7 @@ import KBTDCompression
 import KBTDCore
 import Testing
 
-/// Every 4xx of DESIGN.md §3 that this build can produce, each checked for
+/// Every 4xx of docs/http-api.md that this build can produce, each checked for
 /// its status, an error body naming the problem, and no change to what was stored.
 @Suite("Error paths against the live daemon")
 struct ErrorPathTests {

@@ -2,7 +2,7 @@ import Foundation
 import KBTDCore
 import Testing
 
-/// Keyboard heights from ../shared/data (copied into Fixtures/), one row per model family.
+/// Keyboard heights from `data/` (the tables kbtd-fleet reads), one row per model family.
 struct KeyboardFacts {
     var identifiers: [String]
     var portraitBar: Double

@@ -17,7 +17,8 @@ enum TestPaths {
         return repositoryRoot.appendingPathComponent(".build/debug/kbtd").path
     }()
 
-    static let fixtures = repositoryRoot.appendingPathComponent("Tests/KBTDTests/Fixtures")
+    /// The keyboard-height tables kbtd-fleet reads (`data/` at the repository root).
+    static let fixtures = repositoryRoot.appendingPathComponent("data")
 
     /// A fresh temporary directory, removed by the caller's `defer`.
     static func temporaryDirectory() -> URL {

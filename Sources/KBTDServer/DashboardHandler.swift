@@ -1,0 +1,56 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import KBTDCore
+import KBTDStore
+import NIOPosix
+
+/// `GET /dashboard`: the charts page (`DashboardPage`), drawn from the
+/// database (read-only, like `/v1/stats`), the live height index's estimates
+/// and the answers-by-basis counters. Same access rule as `/v1/stats`.
+struct DashboardHandler: Sendable {
+    let operations: OperationsHandlers
+    let heights: HeightService
+    let metrics: ServerMetrics
+
+    func page(_ request: Request, context: KBTDRequestContext) async -> Response {
+        if let denied = operations.authorize(request, context) { return denied }
+        let parameters = request.uri.queryParameters
+        let filter: DashboardFilter
+        switch DashboardFilter.parse({ parameters[Substring($0)].map(String.init) }) {
+        case .success(let parsed): filter = parsed
+        case .failure(let error):
+            return JSONResponse.error(.badRequest, "invalid query", detail: error.description, field: error.field)
+        }
+        let path = operations.databasePath, heights = self.heights, answers = metrics.answersByBasis
+        do {
+            // SQLite and rendering block: run on NIO's thread pool, not the cooperative pool.
+            let html = try await NIOThreadPool.singleton.runIfActive {
+                let now = Int64(Date().timeIntervalSince1970)
+                let (counts, hourly) = try Self.load(databasePath: path, now: now)
+                return DashboardPage.render(DashboardInput(
+                    counts: counts, hourly: hourly, answersByBasis: answers, filter: filter, minSamples: heights.minSamples,
+                    generatedAt: now, live: true, estimate: heights.estimate))
+            }
+            return Response(status: .ok, headers: Self.headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+        } catch {
+            context.logger.error("dashboard: cannot read \(path): \(error)")
+            return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "the database cannot be read now",
+                                      retryAfter: operations.settings.current.limits.retryAfterSeconds)
+        }
+    }
+
+    static let headers: HTTPFields = [
+        .contentType: "text/html; charset=utf-8",
+        .contentSecurityPolicy: DashboardPage.contentSecurityPolicy,
+        .cacheControl: "no-store",
+        HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+        HTTPField.Name("Referrer-Policy")!: "no-referrer",
+    ]
+
+    /// Every count and the last 7 days of hourly ingest, read-only (also `kbtd report`'s source).
+    static func load(databasePath: String, now: Int64) throws -> (AggregateDelta, [HourlyIngest]) {
+        let store = try SQLiteTelemetryStore(path: databasePath, access: .readOnly)
+        return (try store.loadCounts(), try store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600))
+    }
+}

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import KBTDCore
+import KBTDServer
+import KBTDStore
+
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write the dashboard page (what GET /dashboard shows) from the database, without a running daemon.")
+
+    @Option(help: "The HTML file to write (- for standard output).") var html: String
+    @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
+    @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
+    @Option(help: "Only this device model, e.g. iPhone17,1.") var model: String?
+    @Option(help: "Only this OS major version (26 or 26.1).") var os: String?
+    @Option(help: "Only this keyboard language, e.g. ja-JP.") var language: String?
+
+    func run() throws {
+        let parameters: [String: String?] = ["model": model, "os": os, "language": language]
+        let filter: DashboardFilter
+        switch DashboardFilter.parse({ parameters[$0] ?? nil }) {
+        case .success(let parsed): filter = parsed
+        case .failure(let error): throw fail("--\(error.field): \(error.reason)", code: ExitStatus.usage)
+        }
+        var flags: [String: String] = [:]
+        if let database { flags["database"] = database }
+        let settings = try resolveSettings(config: config, flags: flags)
+        let path = settings.database
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw fail("database \(path) does not exist (set --database or KBTD_DATABASE)", code: ExitStatus.noInput)
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        let counts: AggregateDelta, hourly: [HourlyIngest]
+        do {
+            let store = try SQLiteTelemetryStore(path: path, access: .readOnly)
+            counts = try store.loadCounts()
+            hourly = try store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600)
+        } catch {
+            throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
+        }
+        var index = HeightIndex()
+        index.apply(counts)
+        let estimator = HeightEstimator(settings: settings.estimator)
+        let page = DashboardPage.render(DashboardInput(
+            counts: counts, hourly: hourly, answersByBasis: nil, filter: filter, minSamples: settings.estimator.minSamples,
+            generatedAt: now, live: false, estimate: { estimator.estimate($0, in: index) }))
+        if html == "-" {
+            FileHandle.standardOutput.write(Data(page.utf8))
+            return
+        }
+        do {
+            try Data(page.utf8).write(to: URL(fileURLWithPath: html), options: .atomic)
+        } catch {
+            throw fail("--html \(html): cannot write: \(error.localizedDescription)", code: ExitStatus.cannotCreate)
+        }
+    }
+}

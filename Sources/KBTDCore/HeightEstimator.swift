@@ -74,7 +74,7 @@ public struct FallbackChain: Sendable, Equatable {
     public static let beforeOSAware = FallbackChain(osAware: false, screenLevel: false)
 }
 
-/// Walks the six-level fallback chain (DESIGN.md §3) over a `HeightIndex`,
+/// Walks the six-level fallback chain (docs/fallback-chain.md) over a `HeightIndex`,
 /// or any other `HeightLevels`.
 public struct HeightEstimator: Sendable {
     public var settings: EstimatorSettings

@@ -13,23 +13,8 @@
 /// Each answer is scored under the basis that gave it, next to the constant
 /// default on the same cases. Pure: reads an index, does no I/O.
 public enum ChainBacktest {
-    /// Which cases to ask (`--model`, `--language`, `--os`).
-    public struct Filter: Sendable {
-        public var model: String?
-        public var language: String?
-        public var osMajor: Int?
-
-        public init(model: String? = nil, language: String? = nil, osMajor: Int? = nil) {
-            self.model = model
-            self.language = language
-            self.osMajor = osMajor
-        }
-
-        func matches(_ key: SeriesKey) -> Bool {
-            (model == nil || key.model == model) && (language == nil || key.language == language)
-                && (osMajor == nil || key.osMajor == osMajor)
-        }
-    }
+    /// Which cases to ask (`--model`, `--language`, `--os`): the same filter as `kbtd stats`.
+    public typealias Filter = StatsFilter
 
     /// Absolute errors of one basis, and of the constant default on the same cases.
     public struct Row: Sendable, Equatable {

@@ -333,7 +333,7 @@ struct HostileClientTests {
 
         let garbage = directory.appendingPathComponent("garbage.sqlite").path
         let noise = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })
-        FileManager.default.createFile(atPath: garbage, contents: noise)
+        _ = FileManager.default.createFile(atPath: garbage, contents: noise)
         let garbageRun = try serve(garbage)
         #expect(garbageRun.status == 65, "\(garbageRun.stderr)")
         #expect(garbageRun.stderr.contains(garbage) && garbageRun.stderr.contains("not a kbtd database"))

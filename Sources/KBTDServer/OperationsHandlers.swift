@@ -102,9 +102,13 @@ struct OperationsHandlers: Sendable {
         [key.model, String(key.osMajor), key.language, key.orientation.rawValue, key.keyboardType].joined(separator: "|")
     }
 
+    /// Parses a cursor, with the same rules as ingest for each field (openapi.yaml has the pattern).
     static func cursor(_ text: String) -> SeriesKey? {
         let parts = text.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 5, let major = Int(parts[1]), let orientation = Orientation(rawValue: parts[3]) else { return nil }
+        guard parts.count == 5, BatchValidator.modelProblem(parts[0]) == nil,
+              (1...4).contains(parts[1].utf8.count), parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+              let major = Int(parts[1]), BatchValidator.languageProblem(parts[2]) == nil,
+              let orientation = Orientation(rawValue: parts[3]), KeyboardTypes.all.contains(parts[4]) else { return nil }
         return SeriesKey(model: parts[0], osMajor: major, language: parts[2], orientation: orientation, keyboardType: parts[4])
     }
 

@@ -104,25 +104,27 @@ public struct KeyAdmission: Sendable {
     }
 }
 
-/// 64-bit FNV-1a fingerprints: keys are remembered by these instead of their strings.
+/// 64-bit FNV-1a, kbtd's one non-cryptographic hash: keys are remembered by
+/// these instead of their strings, client networks are stored as them, and
+/// answers' ETags are made of them.
 public enum Fingerprint {
-    public static func of(_ text: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
+    public static let offsetBasis: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    /// Hashes `bytes`, continuing from `hash` (the offset basis for a new hash).
+    public static func of(bytes: some Sequence<UInt8>, continuing hash: UInt64 = offsetBasis) -> UInt64 {
+        var hash = hash
+        for byte in bytes {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01B3
         }
         return hash
     }
 
+    public static func of(_ text: String) -> UInt64 { of(bytes: text.utf8) }
+
     /// Continues a fingerprint with a separator and more text.
     static func combine(_ hash: UInt64, _ text: String) -> UInt64 {
-        var hash = (hash ^ 0x1F) &* 0x0000_0100_0000_01B3
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01B3
-        }
-        return hash
+        of(bytes: text.utf8, continuing: (hash ^ 0x1F) &* 0x0000_0100_0000_01B3)
     }
 }
 

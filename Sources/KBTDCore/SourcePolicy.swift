@@ -11,11 +11,7 @@ public struct SourceID: Hashable, Sendable, Comparable {
 
     /// A non-zero hash of a client network key (FNV-1a, 64 bit).
     public init(network: String) {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in network.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01B3
-        }
+        let hash = Fingerprint.of(network)
         value = hash == 0 ? 1 : hash
     }
 

@@ -142,11 +142,7 @@ final class HeightService: Sendable {
     /// A strong validator from the body's bytes (FNV-1a, 64 bit): equal answers
     /// get equal tags across restarts, so phones revalidate cheaply.
     static func etag(_ body: [UInt8]) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in body {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01B3
-        }
+        let hash = Fingerprint.of(bytes: body)
         let hex = String(hash, radix: 16)
         return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
     }

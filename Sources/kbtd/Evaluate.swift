@@ -21,18 +21,10 @@ struct Evaluate: ParsableCommand {
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
     @Flag(help: "Print every case (one CSV line per answer) instead of the summary.") var cases = false
 
-    func validate() throws {
-        if let os, BatchValidator.osMajor(os) == nil {
-            throw ValidationError("--os must be a version like 26 or 26.1, got '\(os)'")
-        }
-    }
+    func validate() throws { try validateOSOption(os) }
 
     func run() throws {
-        var flags: [String: String] = [:]
-        if let database { flags["database"] = database }
-        let settings = try resolveSettings(config: config, flags: flags)
-        var index = HeightIndex()
-        index.apply(try openCounts(settings.database, indexOnly: true))
+        let (settings, index) = try loadIndex(config: config, database: database)
         let estimator = HeightEstimator(settings: settings.estimator, chain: chain.value)
         let cases = ChainBacktest.cases(index, estimator: estimator, filter: ChainBacktest.Filter(
             model: model, language: language, osMajor: os.flatMap(BatchValidator.osMajor)))

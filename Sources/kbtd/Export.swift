@@ -12,11 +12,7 @@ struct Export: ParsableCommand {
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
 
     func run() throws {
-        var flags: [String: String] = [:]
-        if let database { flags["database"] = database }
-        let settings = try resolveSettings(config: config, flags: flags)
-        var index = HeightIndex()
-        index.apply(try openCounts(settings.database, indexOnly: true))
+        let (settings, index) = try loadIndex(config: config, database: database)
         let document = HeightTableExport.document(index, estimator: HeightEstimator(settings: settings.estimator))
         let data = Data((document.serialized() + "\n").utf8)
         guard let output else {

@@ -29,11 +29,7 @@ struct Height: ParsableCommand {
         case .failure(let error):
             throw fail("--\(error.field.replacingOccurrences(of: "_", with: "-")): \(error.reason)", code: ExitStatus.usage)
         }
-        var flags: [String: String] = [:]
-        if let database { flags["database"] = database }
-        let settings = try resolveSettings(config: config, flags: flags)
-        var index = HeightIndex()
-        index.apply(try openCounts(settings.database, indexOnly: true))
+        let (settings, index) = try loadIndex(config: config, database: database)
         let estimate = HeightEstimator(settings: settings.estimator, chain: chain.value).estimate(query, in: index)
         print(estimate.json.serialized())
     }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import KBTDCore
 import KBTDServer
+import KBTDStore
 
 /// `kbtd`: the keyboard telemetry daemon and its offline tools.
 @main
@@ -45,5 +47,40 @@ func resolveSettings(config: String?, flags: [String: String]) throws -> ServerS
         return try SettingsLoader.load(configFile: config ?? environment["KBTD_CONFIG"], environment: environment, flags: flags)
     } catch {
         throw fail(error.description, code: ExitStatus.config)
+    }
+}
+
+/// Opens the database read-only; exit 66 when it is missing or unreadable.
+func openStore(_ path: String) throws -> SQLiteTelemetryStore {
+    guard FileManager.default.fileExists(atPath: path) else {
+        throw fail("database \(path) does not exist (set --database or KBTD_DATABASE)", code: ExitStatus.noInput)
+    }
+    do {
+        return try SQLiteTelemetryStore(path: path, access: .readOnly)
+    } catch {
+        throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
+    }
+}
+
+/// The settings and the height index the daemon would answer from: only keys
+/// admitted to its index (`height`, `evaluate`, `export`); exit 66 as `openStore`.
+func loadIndex(config: String?, database: String?) throws -> (ServerSettings, HeightIndex) {
+    var flags: [String: String] = [:]
+    if let database { flags["database"] = database }
+    let settings = try resolveSettings(config: config, flags: flags)
+    let store = try openStore(settings.database)
+    var index = HeightIndex()
+    do {
+        index.apply(try store.loadIndexCounts())
+    } catch {
+        throw fail("cannot read database \(settings.database): \(error)", code: ExitStatus.noInput)
+    }
+    return (settings, index)
+}
+
+/// `--os` of `stats` and `evaluate`: a version like 26 or 26.1.
+func validateOSOption(_ os: String?) throws {
+    if let os, BatchValidator.osMajor(os) == nil {
+        throw ValidationError("--os must be a version like 26 or 26.1, got '\(os)'")
     }
 }

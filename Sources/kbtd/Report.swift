@@ -26,20 +26,18 @@ struct Report: ParsableCommand {
         if let database { flags["database"] = database }
         let settings = try resolveSettings(config: config, flags: flags)
         let path = settings.database
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw fail("database \(path) does not exist (set --database or KBTD_DATABASE)", code: ExitStatus.noInput)
-        }
+        let store = try openStore(path)
         let now = Int64(Date().timeIntervalSince1970)
         let counts: AggregateDelta, hourly: [HourlyIngest]
+        var index = HeightIndex()
         do {
-            let store = try SQLiteTelemetryStore(path: path, access: .readOnly)
             counts = try store.loadCounts()
             hourly = try store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600)
+            // The marked estimate is what the daemon serves: only keys admitted to its index answer.
+            index.apply(try store.loadIndexCounts())
         } catch {
             throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
         }
-        var index = HeightIndex()
-        index.apply(counts)
         let estimator = HeightEstimator(settings: settings.estimator)
         let page = DashboardPage.render(DashboardInput(
             counts: counts, hourly: hourly, answersByBasis: nil, filter: filter, minSamples: settings.estimator.minSamples,

@@ -25,11 +25,7 @@ struct Stats: ParsableCommand {
     @Option(help: "table, json or csv. Default: table on a terminal, json otherwise.")
     var format: StatsFormat?
 
-    func validate() throws {
-        if let os, BatchValidator.osMajor(os) == nil {
-            throw ValidationError("--os must be a version like 26 or 26.1, got '\(os)'")
-        }
-    }
+    func validate() throws { try validateOSOption(os) }
 
     func run() throws {
         var flags: [String: String] = [:]
@@ -73,31 +69,5 @@ struct Stats: ParsableCommand {
         } catch {
             throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
         }
-    }
-}
-
-/// Opens the database read-only; exit 66 when it is missing or unreadable.
-func openStore(_ path: String) throws -> SQLiteTelemetryStore {
-    guard FileManager.default.fileExists(atPath: path) else {
-        throw fail("database \(path) does not exist (set --database or KBTD_DATABASE)", code: ExitStatus.noInput)
-    }
-    do {
-        return try SQLiteTelemetryStore(path: path, access: .readOnly)
-    } catch {
-        throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
-    }
-}
-
-/// Reads counts from the database read-only (every key, or only the keys
-/// admitted to the daemon's index); exit 66 when it is missing.
-func openCounts(_ path: String, indexOnly: Bool = false) throws -> AggregateDelta {
-    guard FileManager.default.fileExists(atPath: path) else {
-        throw fail("database \(path) does not exist (set --database or KBTD_DATABASE)", code: ExitStatus.noInput)
-    }
-    do {
-        let store = try SQLiteTelemetryStore(path: path, access: .readOnly)
-        return try indexOnly ? store.loadIndexCounts() : store.loadCounts()
-    } catch {
-        throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
     }
 }

@@ -52,14 +52,14 @@ public struct Daemon: Sendable {
             locks.append(try ExclusiveLock(path: path, what: "database", mode: fileMode))
             let store = try openStore()
             index.apply(try store.loadIndexCounts())
-            try store.forEachKey { keyGate.remember([$0]) }
+            try keyGate.remember(everyKeyIn: store)
         } catch let error as SQLiteError where error.isTransient {
             // A read-only or full file system under an existing database: serve
             // what can be read, refuse ingest with 503 until the writer can open it.
             logger.error("database \(path) is not writable (\(error)); serving read-only until it is")
             if let store = try? SQLiteTelemetryStore(path: path, access: .readOnly) {
                 if let counts = try? store.loadIndexCounts() { index.apply(counts) }
-                try? store.forEachKey { keyGate.remember([$0]) }
+                try? keyGate.remember(everyKeyIn: store)
             }
         }
         if let socket = initial.unixSocket, SocketActivation.inheritedSockets().isEmpty {

@@ -1,4 +1,5 @@
 import KBTDCore
+import KBTDStore
 import Synchronization
 
 /// Applies the poisoning defence (`SourcePolicy`) to each batch before it is
@@ -50,6 +51,20 @@ final class KeyGate: Sendable {
     func update(_ limits: KeyLimits) { admission.withLock { $0.limits = limits } }
 
     func remember(_ keys: [SeriesKey]) { admission.withLock { for key in keys { $0.remember(key) } } }
+
+    /// Remembers every key `store` holds (start-up), taking the lock once per 10,000 keys, not per key.
+    func remember(everyKeyIn store: any TelemetryStore) throws {
+        var batch: [SeriesKey] = []
+        batch.reserveCapacity(10_000)
+        try store.forEachKey { key in
+            batch.append(key)
+            if batch.count == 10_000 {
+                remember(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        remember(batch)
+    }
 
     func forget(_ keys: [SeriesKey]) { admission.withLock { for key in keys { $0.forget(key) } } }
 

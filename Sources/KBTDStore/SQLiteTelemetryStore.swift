@@ -10,7 +10,7 @@ public final class SQLiteTelemetryStore: TelemetryStore {
     /// Opening read-only (for `kbtd stats`) never creates or migrates.
     public enum Access: Sendable { case readWrite, readOnly }
 
-    private let db: SQLiteConnection
+    let db: SQLiteConnection
     private var statements: [String: SQLiteStatement] = [:]
     public let path: String
     /// When keys join the in-memory index (read by each commit: reloadable).
@@ -98,7 +98,7 @@ public final class SQLiteTelemetryStore: TelemetryStore {
 
     // MARK: Migrations
 
-    private func hasTable(_ name: String) throws(SQLiteError) -> Bool {
+    func hasTable(_ name: String) throws(SQLiteError) -> Bool {
         var exists = false
         try statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").forEachRow([.text(name)]) { _ in exists = true }
         return exists
@@ -144,7 +144,7 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         }
     }
 
-    private func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+    func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         if let cached = statements[sql] { return cached }
         let prepared = try db.prepare(sql)
         statements[sql] = prepared
@@ -203,7 +203,7 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             rejected = rejected + excluded.rejected
         """
 
-    private static func keyValues(_ key: SeriesKey) -> [SQLiteValue] {
+    static func keyValues(_ key: SeriesKey) -> [SQLiteValue] {
         [.text(key.model), .int(Int64(key.osMajor)), .text(key.language), .text(key.orientation.rawValue), .text(key.keyboardType)]
     }
 
@@ -222,7 +222,7 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?
         """
     static let keyColumns = "model, os_major, language, orientation, keyboard_type"
-    private static let oneKey = "model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?"
+    static let oneKey = "model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?"
 
     public func commit(_ batches: [PendingBatch]) throws -> CommitResult {
         try db.execute("BEGIN IMMEDIATE;")
@@ -338,148 +338,6 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             for (key, count) in delta.screens {
                 try screens.run([.text(key.model), .text(key.screen.description), .int(count)])
             }
-        }
-    }
-
-    static func series(_ row: SQLiteRow) -> SeriesKey? {
-        guard let orientation = Orientation(rawValue: row.text(3)) else { return nil }
-        return SeriesKey(model: row.text(0), osMajor: Int(row.int(1)), language: row.text(2),
-                         orientation: orientation, keyboardType: row.text(4))
-    }
-
-    public func loadCounts() throws -> AggregateDelta {
-        try readCounts(where: nil, [])
-    }
-
-    public func loadIndexCounts() throws -> AggregateDelta {
-        // A file no kbtd with the key registry has opened yet (read-only): every key, as that kbtd served.
-        guard try hasTable("keys") else { return try loadCounts() }
-        return try readCounts(where: "(\(Self.keyColumns)) IN (SELECT \(Self.keyColumns) FROM keys WHERE admitted_at IS NOT NULL)", [],
-                       screens: true)
-    }
-
-    /// Reads counts, one short read transaction per table (so a large
-    /// database never pins one snapshot, and the WAL, for the whole read).
-    /// `screens`: also the per-model screen counts (keyed by model, not by key:
-    /// read for whole loads, not for one key or a page).
-    private func readCounts(where condition: String?, _ values: [SQLiteValue], screens: Bool? = nil) throws -> AggregateDelta {
-        var delta = AggregateDelta()
-        let filter = condition.map { " WHERE " + $0 } ?? ""
-        let keyColumns = Self.keyColumns
-        let inTransaction = sqlite3_get_autocommit(db.handle) == 0
-        func read(_ sql: String, _ body: (SQLiteRow, SeriesKey) -> Void) throws {
-            if !inTransaction { try db.execute("BEGIN;") }
-            defer { if !inTransaction { try? db.execute("COMMIT;") } }
-            try statement(sql + filter).forEachRow(values) { row in
-                guard let key = Self.series(row) else { return }
-                body(row, key)
-            }
-        }
-        try read("SELECT \(keyColumns), placement, height_bin, count FROM height_counts") { row, key in
-            guard let placement = Placement(rawValue: row.text(5)) else { return }
-            delta.heights[HeightCountKey(series: key, placement: placement, halfPoints: HeightBin.halfPoints(row.double(6))),
-                          default: 0] += row.int(7)
-        }
-        try read("SELECT \(keyColumns), event, duration_ms, curve, count FROM animation_counts") { row, key in
-            guard let event = KeyboardEvent(rawValue: row.text(5)) else { return }
-            delta.animations[AnimationCountKey(series: key, event: event,
-                                               bin: AnimationBin(durationMs: Int(row.int(6)), curve: Int(row.int(7)))),
-                             default: 0] += row.int(8)
-        }
-        try read("SELECT \(keyColumns), preloaded, bucket, count FROM cold_start_counts") { row, key in
-            delta.coldStarts[ColdStartCountKey(series: key, preloaded: row.int(5) != 0, bucket: Int(row.int(6))),
-                             default: 0] += row.int(7)
-        }
-        try read("SELECT \(keyColumns), safe_area_bin, count FROM safe_area_counts") { row, key in
-            delta.safeAreas[SeriesBin(series: key, halfPoints: HeightBin.halfPoints(row.double(5))), default: 0] += row.int(6)
-        }
-        try read("SELECT \(keyColumns), height_bin, votes FROM height_votes") { row, key in
-            delta.votes[SeriesBin(series: key, halfPoints: HeightBin.halfPoints(row.double(5))), default: 0] += row.int(6)
-        }
-        try read("SELECT \(keyColumns), source FROM key_sources") { row, key in
-            delta.sources[key, default: []].insert(SourceID(UInt64(bitPattern: row.int(5))))
-        }
-        // A read-only open does not migrate: a database from before schema v4 has no screens yet.
-        if screens ?? (condition == nil), try hasTable("model_screens") {
-            try statement("SELECT model, screen, count FROM model_screens").forEachRow { row in
-                guard let screen = ScreenSize(row.text(1)) else { return }
-                delta.screens[ModelScreenKey(model: row.text(0), screen: screen), default: 0] += row.int(2)
-            }
-        }
-        return delta
-    }
-
-    // MARK: Reading a page at a time (kbtd stats, /v1/stats)
-
-    private static func conditions(_ filter: StatsFilter) -> (String, [SQLiteValue]) {
-        var parts: [String] = []
-        var values: [SQLiteValue] = []
-        if let model = filter.model { parts.append("model = ?"); values.append(.text(model)) }
-        if let osMajor = filter.osMajor { parts.append("os_major = ?"); values.append(.int(Int64(osMajor))) }
-        if let language = filter.language { parts.append("language = ?"); values.append(.text(language)) }
-        return (parts.isEmpty ? "1" : parts.joined(separator: " AND "), values)
-    }
-
-    /// Keys and samples matching `filter`, without reading any histogram.
-    public func statsTotals(_ filter: StatsFilter) throws -> (keys: Int64, samples: Int64) {
-        let (condition, values) = Self.conditions(filter)
-        var keys: Int64 = 0, samples: Int64 = 0
-        try db.execute("BEGIN;")
-        defer { try? db.execute("COMMIT;") }
-        try statement("""
-            SELECT COUNT(*), COALESCE(SUM(total), 0) FROM (
-                SELECT SUM(count) AS total FROM animation_counts WHERE \(condition) GROUP BY \(Self.keyColumns))
-            """)
-            .forEachRow(values) { row in
-                keys = row.int(0)
-                samples = row.int(1)
-            }
-        return (keys, samples)
-    }
-
-    /// Reads the counts of the keys matching `filter` in key order, `pageSize`
-    /// keys at a time (one short read transaction per table and page), handing
-    /// each page to `body`; stops after `maxKeys` keys. Returns the last key
-    /// read when keys remain (a cursor for `after`), else nil. Memory stays
-    /// bounded by the page whatever the database holds.
-    public func forEachPage(_ filter: StatsFilter, after cursor: SeriesKey? = nil, pageSize: Int = 5_000,
-                            maxKeys: Int = .max, _ body: (AggregateDelta) throws -> Void) throws -> SeriesKey? {
-        guard try hasTable("keys") else {
-            // A database no kbtd with key registry has opened yet: read it whole.
-            try body(try loadCounts())
-            return nil
-        }
-        let (condition, filterValues) = Self.conditions(filter)
-        let columns = Self.keyColumns
-        var last = cursor
-        var read = 0
-        while read < maxKeys {
-            let limit = min(pageSize, maxKeys - read)
-            var page: [SeriesKey] = []
-            let after = last.map { Self.keyValues($0) } ?? [.text(""), .int(Int64.min), .text(""), .text(""), .text("")]
-            try db.execute("BEGIN;")
-            try statement("SELECT \(columns) FROM keys WHERE \(condition) AND (\(columns)) > (?, ?, ?, ?, ?) ORDER BY \(columns) LIMIT ?")
-                .forEachRow(filterValues + after + [.int(Int64(limit + 1))]) { row in
-                    if let key = Self.series(row) { page.append(key) }
-                }
-            try? db.execute("COMMIT;")
-            let more = page.count > limit
-            if more { page.removeLast() }
-            guard let first = page.first, let end = page.last else { return nil }
-            let range = "(\(columns)) >= (?, ?, ?, ?, ?) AND (\(columns)) <= (?, ?, ?, ?, ?) AND \(condition)"
-            try body(try readCounts(where: range, Self.keyValues(first) + Self.keyValues(end) + filterValues))
-            read += page.count
-            last = end
-            if !more { return nil }
-        }
-        return last
-    }
-
-    public func forEachKey(_ body: (SeriesKey) -> Void) throws {
-        try db.execute("BEGIN;")
-        defer { try? db.execute("COMMIT;") }
-        try statement("SELECT \(Self.keyColumns) FROM keys").forEachRow { row in
-            if let key = Self.series(row) { body(key) }
         }
     }
 

@@ -315,15 +315,6 @@ struct HostileClientTests {
 
     // MARK: 6. bad state on disk
 
-    static func sqlite(_ path: String, _ sql: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = [path, sql]
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-    }
-
     @Test func unusableDatabasesExitWithDocumentedCodesNamingTheFileAndAreLeftUntouched() throws {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -340,7 +331,7 @@ struct HostileClientTests {
         #expect(FileManager.default.contents(atPath: garbage) == noise)
 
         let foreign = directory.appendingPathComponent("notes.sqlite").path
-        try Self.sqlite(foreign, "CREATE TABLE notes(body TEXT); INSERT INTO notes VALUES ('keep me');")
+        #expect(try sqlite3(foreign, "CREATE TABLE notes(body TEXT); INSERT INTO notes VALUES ('keep me');") == 0)
         let before = FileManager.default.contents(atPath: foreign)
         let foreignRun = try serve(foreign)
         #expect(foreignRun.status == 65, "\(foreignRun.stderr)")
@@ -349,7 +340,7 @@ struct HostileClientTests {
 
         let newer = directory.appendingPathComponent("newer.sqlite").path
         _ = try SQLiteTelemetryStore(path: newer)
-        try Self.sqlite(newer, "INSERT INTO schema_migrations VALUES (99, 'from the future', 0);")
+        #expect(try sqlite3(newer, "INSERT INTO schema_migrations VALUES (99, 'from the future', 0);") == 0)
         let newerRun = try serve(newer)
         #expect(newerRun.status == 65, "\(newerRun.stderr)")
         #expect(newerRun.stderr.contains(newer) && newerRun.stderr.contains("version 99"))

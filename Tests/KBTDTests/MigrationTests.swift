@@ -5,8 +5,13 @@ import Testing
 
 @Suite("Schema migrations")
 struct MigrationTests {
-    /// A database exactly as kbtd with schema v2 (before `model_screens`) left it, holding counts.
-    func makeVersion2Database(at path: String) throws {
+    /// A database exactly as kbtd with schema v2 left it, holding `rows` (by default one trusted key's counts).
+    static func makeVersion2Database(at path: String, rows: String = """
+        INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 'docked', 336.0, 25);
+        INSERT INTO height_votes VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 336.0, 25);
+        INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 0);
+        INSERT INTO animation_counts VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 'show', 250, 7, 25);
+        """) throws {
         let db = try SQLiteConnection(path: path, mode: .readWrite)
         try db.execute("PRAGMA journal_mode = WAL;")
         try db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);")
@@ -14,12 +19,7 @@ struct MigrationTests {
             try db.execute(migration.sql)
             try db.execute("INSERT INTO schema_migrations VALUES (\(migration.version), '\(migration.name)', 0);")
         }
-        try db.execute("""
-            INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 'docked', 336.0, 25);
-            INSERT INTO height_votes VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 336.0, 25);
-            INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 0);
-            INSERT INTO animation_counts VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 'show', 250, 7, 25);
-            """)
+        try db.execute(rows)
     }
 
     @Test func aVersion2DatabaseIsReadAndMigratedKeepingItsCounts() throws {
@@ -27,7 +27,7 @@ struct MigrationTests {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("old.sqlite").path
-        try makeVersion2Database(at: path)
+        try Self.makeVersion2Database(at: path)
 
         // `kbtd stats`/`height` open read-only and never migrate: an old file still reads.
         let before = try SQLiteTelemetryStore(path: path, access: .readOnly).loadCounts()

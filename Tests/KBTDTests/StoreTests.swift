@@ -110,62 +110,16 @@ struct KeyRegistryTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("old.sqlite").path
         // Schema version 2 as the previous release wrote it, with one trusted key and one single-network key.
-        let sql = """
-            CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);
-            CREATE TABLE animation_counts (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
-                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, event TEXT NOT NULL, duration_ms INTEGER NOT NULL,
-                curve INTEGER NOT NULL, count INTEGER NOT NULL,
-                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, event, duration_ms, curve)) WITHOUT ROWID;
-            CREATE TABLE key_sources (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
-                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, source INTEGER NOT NULL,
-                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, source)) WITHOUT ROWID;
-            INSERT INTO schema_migrations VALUES (1, 'one', 0), (2, 'two', 0);
+        try MigrationTests.makeVersion2Database(at: path, rows: """
             INSERT INTO animation_counts VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 'show', 250, 7, 40),
                                                 ('iPhone17,1', 26, 'zz', 'portrait', 'default', 'show', 250, 7, 3);
             INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 0),
                                            ('iPhone17,1', 26, 'zz', 'portrait', 'default', 12345);
-            """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = [path, sql]
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        // Only the migration is under test: the other v1/v2 tables are created here so its SELECTs find them.
-        let store = try SQLiteTelemetryStoreMigrationFixture.open(path)
+            """)
+        let store = try SQLiteTelemetryStore(path: path)
         var keys: [String] = []
         try store.forEachKey { keys.append($0.language) }
         #expect(keys.sorted() == ["en-US", "zz"])
         #expect(try store.loadIndexCounts().seriesKeys.map(\.language) == ["en-US"])
-    }
-}
-
-/// Opens a hand-made old-schema file after adding the v1/v2 tables it lacks,
-/// marked as the migrations already applied.
-enum SQLiteTelemetryStoreMigrationFixture {
-    static func open(_ path: String) throws -> SQLiteTelemetryStore {
-        let missing = """
-            CREATE TABLE IF NOT EXISTS batches (batch_id TEXT PRIMARY KEY, received_at INTEGER NOT NULL, model TEXT NOT NULL,
-                os TEXT NOT NULL, accepted INTEGER NOT NULL, rejected INTEGER NOT NULL) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS height_counts (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
-                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, placement TEXT NOT NULL, height_bin REAL NOT NULL,
-                count INTEGER NOT NULL, PRIMARY KEY (model, os_major, language, orientation, keyboard_type, placement, height_bin)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS cold_start_counts (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
-                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, preloaded INTEGER NOT NULL, bucket INTEGER NOT NULL,
-                bucket_ms REAL NOT NULL, count INTEGER NOT NULL,
-                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, preloaded, bucket)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS safe_area_counts (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
-                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, safe_area_bin REAL NOT NULL, count INTEGER NOT NULL,
-                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, safe_area_bin)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS height_votes (model TEXT NOT NULL, os_major INTEGER NOT NULL, language TEXT NOT NULL,
-                orientation TEXT NOT NULL, keyboard_type TEXT NOT NULL, height_bin REAL NOT NULL, votes INTEGER NOT NULL,
-                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, height_bin)) WITHOUT ROWID;
-            """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = [path, missing]
-        try process.run()
-        process.waitUntilExit()
-        return try SQLiteTelemetryStore(path: path)
     }
 }

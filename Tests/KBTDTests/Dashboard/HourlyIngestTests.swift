@@ -42,12 +42,7 @@ struct HourlyIngestTests {
             _ = try store.commit([Self.batch("a", at: hour + 1, accepted: 3, rejected: 2), Self.batch("b", at: hour + 3601, accepted: 5)])
         }
         // Back to the schema before the hourly step (version 5): no table, no record of it.
-        let sqlite = Process()
-        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [path, "DROP TABLE hourly_ingest; DELETE FROM schema_migrations WHERE version = 5;"]
-        try sqlite.run()
-        sqlite.waitUntilExit()
-        #expect(sqlite.terminationStatus == 0)
+        #expect(try sqlite3(path, "DROP TABLE hourly_ingest; DELETE FROM schema_migrations WHERE version = 5;") == 0)
         #expect(try SQLiteTelemetryStore(path: path, access: .readOnly).hourlyIngest(since: 0).isEmpty, "read-only: not migrated")
 
         let migrated = try SQLiteTelemetryStore(path: path)

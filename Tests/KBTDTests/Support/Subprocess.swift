@@ -35,3 +35,13 @@ func runProgram(_ executable: String, _ arguments: [String], directory workingDi
         }.start()
     }
 }
+
+/// Runs SQL through the `sqlite3` shell on `path`; returns its exit status.
+func sqlite3(_ path: String, _ sql: String) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+    process.arguments = [path, sql]
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus
+}

@@ -110,6 +110,8 @@ public struct HeightIndex: Sendable {
     public private(set) var keysByModel: [String: Set<ModelLanguageKey>] = [:]
     /// Which screens each model reported (the `screen+language` level).
     public private(set) var screens = ScreenDirectory()
+    /// Every OS major with docked heights (a handful), for the estimator's OS-shift check.
+    public private(set) var osMajors: Set<Int> = []
     /// Bumped by every `apply`, so caches know when to drop answers.
     public private(set) var generation: UInt64 = 0
 
@@ -144,6 +146,7 @@ public struct HeightIndex: Sendable {
             if stats.heights.total > 0 {
                 modelsByLanguage[LanguageKey(language: series.language, orientation: series.orientation,
                                              keyboardType: series.keyboardType), default: []].insert(series.model)
+                osMajors.insert(series.osMajor)
             }
         }
         for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }

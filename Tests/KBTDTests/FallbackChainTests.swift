@@ -113,15 +113,44 @@ struct FallbackChainTests {
     @Test func aThinOSMajorTakesItsBaseFromThatOSAndTheLanguageDifferenceFromAnyOS() throws {
         let fleet = try ShiftedFleet(seed: 13)
         let base = fleet.models[0].base
-        // iOS 27 so far: one other phone, whose ja-JP key is dominated by a keyboard without its bar.
+        // iOS 27 so far: three phones show that it moved en-US keyboards by 10 pt, and one other phone
+        // measured ja-JP there, a key dominated by a keyboard without its bar.
         let index = index(fleet, extra: [
             ("iPhone20,1", 27, "en-US", base + 10, 30), ("iPhone20,1", 27, "ja-JP", base + 10 - 44, 30),
             ("iPhone20,2", 27, "en-US", base + 10, 30), ("iPhone20,2", 18, "en-US", base, 40),
+            (fleet.models[1].identifier, 27, "en-US", fleet.models[1].base + 10, 30),
+            (fleet.models[2].identifier, 27, "en-US", fleet.models[2].base + 10, 30),
         ])
         let answer = HeightEstimator().estimate(HeightQuery(model: "iPhone20,2", language: "ja-JP", osMajor: 27), in: index)
         // The base is iOS 27's own en-US; the difference is the median over all seven models (any OS).
         #expect(answer.basis == .modelLanguageDelta && answer.height == base + 10 + fleet.languageExtra && answer.samples == 30,
                 "\(answer)")
+    }
+
+    @Test func whereNoReleaseMovedKeyboardsTheOSAwareLevelsAnswerAsTheAnyOSRule() throws {
+        var fleet = try ShiftedFleet(seed: 17)
+        fleet.osShift = 0
+        let model = fleet.models[0]
+        // The new phone's iOS 26 en-US is thin and dominated by devices without the predictive bar;
+        // its iOS 18 en-US is the real keyboard. No model's keyboards differ between iOS 18 and 26.
+        let newModel = "iPhone19,3"
+        let index = index(fleet, extra: [
+            (newModel, 18, "en-US", model.base, 60), (newModel, 26, "en-US", model.base - 44, 20),
+            (newModel, 26, "en-US", model.base, 12),
+        ])
+        let estimator = HeightEstimator()
+        for language in ["ja-JP", "fr-FR"] {
+            let query = HeightQuery(model: newModel, language: language, osMajor: 26)
+            let answer = estimator.estimate(query, in: index)
+            let before = HeightEstimator(chain: .beforeOSAware).estimate(query, in: index)
+            #expect(answer == before, "\(language): \(answer) vs \(before)")
+            #expect(answer.height == model.base + (language == "ja-JP" ? fleet.languageExtra : 0), "\(answer)")
+        }
+        #expect(!estimator.osMoved(26, languages: ["en-US"], orientation: .portrait, keyboardType: "default", in: index))
+        // The same thin key with a real release shift (every model 6 pt taller on iOS 26) opens it.
+        fleet.osShift = 6
+        #expect(estimator.osMoved(26, languages: ["en-US"], orientation: .portrait, keyboardType: "default",
+                                  in: self.index(fleet)))
     }
 
     @Test func unseenModelWithAKnownScreenGetsTheScreenLevelAndTheCLIAgrees() throws {

@@ -12,6 +12,9 @@ struct HeightTests {
             ("iPhone17,1", "26.1", shows(5, height: 350, language: "fr-FR")),
             ("iPhone15,2", "26.0", shows(40, height: 336) + shows(40, height: 344, language: "ja-JP")),
             ("iPhone13,2", "26.0", shows(40, height: 336) + shows(40, height: 346, language: "ja-JP")),
+            // Three models show that iOS 26 moved en-US keyboards by 6 pt, so levels 3 and 4 are OS-aware.
+            ("iPhone15,2", "18.6.2", shows(30, height: 330)),
+            ("iPhone13,2", "18.6.2", shows(30, height: 330)),
         ]
         for batch in batches {
             let response = try daemon.post(gzip(batchBody(model: batch.model, os: batch.os, samples: batch.samples)), encoding: "gzip")

@@ -4,35 +4,20 @@ import KBTDCompression
 import KBTDCore
 import KBTDStore
 
-/// `POST /v1/batches`: check the headers, inflate while the body streams in
-/// (caps enforced as bytes arrive), validate, reduce to counts, and answer
-/// only once the writer has committed the batch.
-struct IngestHandler: Sendable {
+/// `POST /v1/batches` (behind `RateLimitMiddleware` and `IngestAuthMiddleware`):
+/// check the headers, inflate while the body streams in (caps enforced as
+/// bytes arrive), validate, reduce to counts, and answer only once the writer
+/// has committed the batch.
+struct IngestRoute: Sendable {
     let writer: GroupCommitWriter
     let settings: SettingsBox
     let metrics: ServerMetrics
-    let rateLimiter: ClientRateLimiter
     let sourceWeights: SourceWeights
     let keyGate: KeyGate
 
     func handle(_ request: Request, context: KBTDRequestContext) async -> Response {
-        await ingest(request, context: context)
-    }
-
-    private func ingest(_ request: Request, context: KBTDRequestContext) async -> Response {
         let current = settings.current
         let limits = current.limits
-        if let wait = rateLimiter.check(context) {
-            metrics.batch("rate_limited")
-            return JSONResponse.error(.tooManyRequests, "rate limited",
-                                      detail: "too many batches from this address; retry after \(wait) s", retryAfter: wait)
-        }
-        if !current.ingestTokens.isEmpty && !bearerMatches(request, anyOf: current.ingestTokens) {
-            metrics.batch("unauthorized")
-            return JSONResponse.error(.unauthorized, "unauthorized",
-                                      detail: "POST /v1/batches needs Authorization: Bearer with an ingest token",
-                                      field: "Authorization", headers: [.wwwAuthenticate: "Bearer"])
-        }
         if let contentType = request.headers[.contentType] {
             let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
                 $0.trimmingCharacters(in: .whitespaces).lowercased()
@@ -81,7 +66,8 @@ struct IngestHandler: Sendable {
         do {
             batch = try validator.validate(json: json, now: now)
         } catch {
-            return reject(.badRequest, "invalid batch", detail: error.description, field: error.field)
+            metrics.batch(.rejected)
+            return JSONResponse.invalid(error, "invalid batch")
         }
         let source = SourceWeights.source(of: context, trusted: current.trustedPeers)
         for (refusal, count) in keyGate.screen(&batch, source: source, now: now) {
@@ -96,20 +82,20 @@ struct IngestHandler: Sendable {
             sourceWeights.weigh(&pending.delta, source: source, now: now)
             outcome = try await writer.submit(pending)
         } catch {
-            metrics.batch("unavailable")
+            metrics.batch(.unavailable)
             // The cause (an SQLite message, a file path) goes to the log, not to clients.
             return JSONResponse.error(.serviceUnavailable, "unavailable", detail: (error as? WriteError)?.publicReason
                                       ?? "the database is unavailable; retry later", retryAfter: limits.retryAfterSeconds)
         }
         switch outcome {
         case .duplicate:
-            metrics.batch("duplicate")
+            metrics.batch(.duplicate)
             return JSONResponse.make(.ok, .object([
                 ("batch_id", .string(batch.batchID)), ("duplicate", .bool(true)),
                 ("accepted", .int(0)), ("rejected", .int(0)),
             ]))
         case .stored:
-            metrics.batch("stored")
+            metrics.batch(.stored)
             metrics.samplesAccepted.increment(by: Int64(batch.samples.count))
             let errors: [JSONOutput] = batch.rejected.prefix(20).map { fault in
                 .object([("index", .int(Int64(fault.index))), ("field", .string(fault.field)), ("reason", .string(fault.reason))])
@@ -124,7 +110,7 @@ struct IngestHandler: Sendable {
     }
 
     private func reject(_ status: HTTPResponse.Status, _ error: String, detail: String, field: String? = nil) -> Response {
-        metrics.batch("rejected")
+        metrics.batch(.rejected)
         return JSONResponse.error(status, error, detail: detail, field: field)
     }
 

@@ -50,6 +50,26 @@ struct SettingsTests {
         }
     }
 
+    /// The options the table names are the ones `kbtd serve` has, and errors name them.
+    @Test func everyFlagInTheTableIsAServeOption() throws {
+        let help = try runKBTD(["serve", "--help"])
+        let flags = Setting.all.compactMap(\.flag)
+        #expect(flags.count == 4)
+        for flag in flags { #expect(help.stdout.contains("--\(flag) "), "kbtd serve has no --\(flag):\n\(help.stdout)") }
+        do {
+            _ = try SettingsLoader.load(configFile: nil, environment: [:], flags: ["unix_socket": "", "listen": ""])
+            Issue.record("nothing to listen on was accepted")
+        } catch {
+            #expect(error.description == "nothing to listen on: set listen or unix_socket")
+        }
+        do {
+            _ = try SettingsLoader.load(configFile: nil, environment: [:], flags: ["database": ""])
+            Issue.record("an empty database was accepted")
+        } catch {
+            #expect(error.description == "database = '' from flag --database: must be a file path")
+        }
+    }
+
     @Test func onlyRestartOnlyKeysAreReportedAsNeedingARestart() {
         var new = ServerSettings()
         new.limits.idleTimeoutSeconds = 5

@@ -13,6 +13,8 @@ public struct Setting: Sendable {
     public let doc: String
     /// False: a changed value is logged at reload and takes effect after a restart.
     public let reloadable: Bool
+    /// The `kbtd serve` option that sets it (`--unix` for `unix_socket`), if it has one.
+    public let flag: String?
     /// Sets the value from `text`; returns the rule `text` breaks, nil when it is valid.
     let parse: @Sendable (String, inout ServerSettings) -> String?
     /// The value in `settings`, as text (compared by the reload, shown by `default`).
@@ -24,12 +26,13 @@ public struct Setting: Sendable {
     /// The `KBTD_*` environment variable that sets it.
     public var environmentVariable: String { "KBTD_" + key.uppercased() }
 
-    init(_ key: String, _ doc: String, reloadable: Bool,
+    init(_ key: String, _ doc: String, reloadable: Bool, flag: String? = nil,
          parse: @escaping @Sendable (String, inout ServerSettings) -> String?,
          show: @escaping @Sendable (ServerSettings) -> String) {
         self.key = key
         self.doc = doc
         self.reloadable = reloadable
+        self.flag = flag
         self.parse = parse
         self.show = show
     }
@@ -79,9 +82,9 @@ public struct Setting: Sendable {
     }
 
     /// Text where empty means none.
-    static func optionalText(_ key: String, _ doc: String, reloadable: Bool,
+    static func optionalText(_ key: String, _ doc: String, reloadable: Bool, flag: String? = nil,
                              _ path: any WritableKeyPath<ServerSettings, String?> & Sendable) -> Setting {
-        Setting(key, doc, reloadable: reloadable, parse: { text, settings in
+        Setting(key, doc, reloadable: reloadable, flag: flag, parse: { text, settings in
             if !text.isEmpty { settings[keyPath: path] = text }
             return nil
         }, show: { $0[keyPath: path] ?? "" })

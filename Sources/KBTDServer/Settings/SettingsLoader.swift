@@ -25,7 +25,8 @@ public enum SettingsLoader {
         var origin: String
     }
 
-    /// Loads settings. `flags` holds command-line values under the same keys.
+    /// Loads settings. `flags` holds command-line values under the settings' keys
+    /// (errors name the option, `Setting.flag`).
     public static func load(configFile: String?, environment: [String: String], flags: [String: String]) throws(SettingsError) -> ServerSettings {
         var values: [String: Value] = [:]
         if let configFile {
@@ -36,7 +37,8 @@ public enum SettingsLoader {
             if let text = environment[variable] { values[setting.key] = Value(text: text, origin: "environment variable \(variable)") }
         }
         for (key, text) in flags {
-            values[key] = Value(text: text, origin: "flag --\(key.replacingOccurrences(of: "_", with: "-"))")
+            let flag = Setting.named(key)?.flag ?? key.replacingOccurrences(of: "_", with: "-")
+            values[key] = Value(text: text, origin: "flag --\(flag)")
         }
         return try apply(values)
     }

@@ -8,7 +8,7 @@ extension Setting {
     /// default) all read this list: adding a setting is one entry here, one
     /// field in `ServerSettings` and its lines in Config/kbtd.conf.
     public static let all: [Setting] = [
-        Setting("listen", "TCP address(es) to listen on, HOST:PORT, comma-separated.", reloadable: false, parse: { text, settings in
+        Setting("listen", "TCP address(es) to listen on, HOST:PORT, comma-separated.", reloadable: false, flag: "listen", parse: { text, settings in
             let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             var addresses: [ListenAddress] = []
             for part in parts {
@@ -18,13 +18,14 @@ extension Setting {
             settings.listen = addresses
             return nil
         }, show: { $0.listen.map(\.description).joined(separator: ",") }),
-        .optionalText("unix_socket", "Also listen on this Unix socket path (empty: none).", reloadable: false, \.unixSocket),
-        Setting("database", "SQLite database file.", reloadable: false, parse: { text, settings in
+        .optionalText("unix_socket", "Also listen on this Unix socket path (empty: none).", reloadable: false, flag: "unix", \.unixSocket),
+        Setting("database", "SQLite database file.", reloadable: false, flag: "database", parse: { text, settings in
             guard !text.isEmpty else { return "must be a file path" }
             settings.database = text
             return nil
         }, show: { $0.database }),
-        Setting("log_level", "trace, debug, info, notice, warning, error or critical.", reloadable: true, parse: { text, settings in
+        Setting("log_level", "trace, debug, info, notice, warning, error or critical.", reloadable: true, flag: "log-level",
+                parse: { text, settings in
             guard let parsed = Logger.Level(rawValue: text.lowercased()) else {
                 return "must be one of trace, debug, info, notice, warning, error, critical"
             }

@@ -146,7 +146,7 @@ public final class KBTDApp: Sendable {
         do {
             return try await responder.respond(to: request, context: context)
         } catch let error as any HTTPResponseError {
-            // EveryResponseMiddleware answers router errors; this is the backstop.
+            // JSONErrorMiddleware answers router errors; this is the backstop.
             return JSONResponse.error(error.status, "error", detail: "\(error.status.code) \(error.status.reasonPhrase)")
         } catch {
             logger.error("unhandled error answering \(request.method) \(request.uri.path): \(error)")

@@ -1,8 +1,8 @@
 import Hummingbird
 
 /// Every route kbtd serves and its methods, as `KBTDApp` registers them and
-/// openapi.yaml documents them (MethodNotAllowedTests checks each entry against
-/// the live router).
+/// openapi.yaml documents them (`DashboardRouteTests` checks each entry
+/// against the router: 405 with `Allow` for the others).
 enum KBTDRoutes {
     /// HEAD is answered wherever GET is (the router generates it).
     static let methods: [String: [HTTPRequest.Method]] = [

@@ -150,7 +150,7 @@ struct BatchValidationTests {
             default: _ = try validate([])
             }
         } throws: { error in
-            guard let error = error as? BatchError else { return false }
+            guard let error = error as? FieldError else { return false }
             return error.field == field && error.reason.contains(reason)
         }
     }

@@ -57,7 +57,7 @@ public struct BatchValidator: Sendable {
         return ValidatedBatch(batchID: batchID, device: device, samples: samples, rejected: rejected)
     }
 
-    private func validateDevice(_ value: JSONValue?) throws(FieldError) -> Device {
+    func validateDevice(_ value: JSONValue?) throws(FieldError) -> Device {
         guard let value, value != .null else { throw FieldError(field: "device", reason: "is required") }
         guard case .object = value else {
             throw FieldError(field: "device", reason: "must be an object, not \(value.typeName)")

@@ -15,28 +15,61 @@ struct Bench: ParsableCommand {
 }
 
 /// The in-process reference: only inflating, decoding and validating (and
-/// reducing to counts) the same gzip batches on one core.
+/// reducing to counts) the same gzip batches on one core, through the
+/// daemon's `BatchIntake` (or, with `--reference`, the tree parser and
+/// validator it replaced). `--stage` stops early, for stage profiles
+/// (instructions of a stage = a run to it minus a run to the one before).
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "In-process inflate + decode + validate, one core.")
+    enum Stage: String, ExpressibleByArgument { case generate, inflate, validate, reduce }
+
     @Option var batches = 2_000
     @Option var seed: UInt64 = 1
+    @Flag(help: "Decode with the reference tree parser + BatchValidator instead of BatchIntake.") var reference = false
+    @Option(help: "Last stage to run: generate, inflate, validate or reduce (all).") var stage: Stage = .reduce
 
     func run() throws {
         var workload = Workload(seed: seed)
         let now = Date().timeIntervalSince1970
         let bodies = (0..<batches).map { _ in Workload.gzip(workload.batchJSON(now: now)) }
-        let validator = BatchValidator()
+        let rules = BatchValidator()
         var samples = 0
         let start = ContinuousClock.now
-        for body in bodies {
+        for body in bodies where stage != .generate {
             let inflater = StreamingInflater(coding: .gzip, maxOutput: 8 << 20)
             try inflater.feed(body)
-            let batch = try validator.validate(json: try inflater.finish(), now: now)
+            let json = try inflater.finish()
+            guard stage != .inflate else {
+                samples += json.count
+                continue
+            }
+            let batch = reference
+                ? try rules.validate(json: json, now: now) : try BatchIntake.validate(json: json, now: now, rules: rules)
+            guard stage != .validate else {
+                samples += batch.samples.count
+                continue
+            }
             samples += AggregateDelta(batch: batch).animations.values.reduce(0) { $0 + Int($1) }
         }
         let seconds = (ContinuousClock.now - start) / .seconds(1)
-        print(String(format: "decode: %d batches, %d samples in %.3f s: %.0f samples/s (one core)",
-                     batches, samples, seconds, Double(samples) / seconds))
+        let label = reference ? " (reference)" : ""
+        switch stage {
+        case .generate:
+            print("decode (generate only): \(batches) batches")
+            return
+        case .inflate:
+            // Every workload batch holds 100 samples: the rate the inflated bytes carry them at.
+            print(String(format: "inflate alone: %d batches, %d bytes in %.3f s: %.0f samples/s (one core)",
+                         batches, samples, seconds, Double(batches * 100) / seconds))
+            return
+        case .validate:
+            print("decode to validate\(label): " + String(format: "%d batches, %d samples in %.3f s: %.0f samples/s (one core)",
+                                                            batches, samples, seconds, Double(samples) / seconds))
+            return
+        case .reduce: break
+        }
+        print("decode\(label): " + String(format: "%d batches, %d samples in %.3f s: %.0f samples/s (one core)",
+                                            batches, samples, seconds, Double(samples) / seconds))
     }
 }
 

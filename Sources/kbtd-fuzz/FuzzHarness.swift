@@ -3,38 +3,51 @@ import KBTDCore
 
 /// One fuzz input: byte 0 picks the encoding, byte 1 the chunk size the body
 /// arrives in, the rest is the body. It runs the ingest path's pure part
-/// (streaming inflate with caps, strict JSON, validation, aggregation,
-/// estimation) exactly as the daemon does; any trap is a finding.
+/// (streaming inflate with caps, `BatchIntake`, aggregation, estimation)
+/// exactly as the daemon does, and the differential oracle: the reference
+/// tree parser and validator must reach the same decision, error and counts.
+/// Any trap is a finding.
 enum FuzzHarness {
     static let now = 1_763_719_198.0
+    /// The daemon's default `max_samples_per_batch`.
+    static let rules = BatchValidator(maxSamples: 10_000)
+    /// Inflated bytes at most (the daemon's default is 8 MiB; inputs are at most 64 KiB).
+    static let maxOutput = 1 << 20
 
     static func run(_ input: UnsafeBufferPointer<UInt8>) {
         guard input.count >= 2 else { return }
         let coding: ContentCoding = [.identity, .gzip, .deflate][Int(input[0] % 3)]
         let chunk = Int(input[1]) * 16 + 1
         let body = input[2...]
-        let inflater = StreamingInflater(coding: coding, maxOutput: 1 << 20)
+        let inflater = StreamingInflater(coding: coding, maxOutput: maxOutput)
         var offset = body.startIndex
+        let json: [UInt8]
         do {
             while offset < body.endIndex {
                 let end = min(body.endIndex, offset + chunk)
                 try inflater.feed(body[offset..<end])
                 offset = end
             }
-            let json = try inflater.finish()
-            let batch = try BatchValidator(maxSamples: 10_000).validate(json: json, now: now)
-            let delta = AggregateDelta(batch: batch)
-            var index = HeightIndex()
-            index.apply(delta)
-            for key in index.byModelLanguage.keys {
-                _ = HeightEstimator().estimate(
-                    HeightQuery(model: key.model, language: key.language, osMajor: batch.device.osMajor,
-                                orientation: key.orientation, keyboardType: key.keyboardType), in: index).json.serialized()
-            }
-            _ = StatsFormatter.render(StatsReport.rows(from: delta), as: .table)
+            json = try inflater.finish()
         } catch {
-            // Rejections are the expected outcome for most inputs.
+            return  // Rejections are the expected outcome for most inputs.
         }
+        if let difference = IntakeOracle.difference(json: json, now: now, rules: rules) {
+            fatalError("BatchIntake differs from the reference: \(difference)")
+        }
+        guard let batch = try? BatchIntake.validate(json: json, now: now, rules: rules) else { return }
+        let delta = AggregateDelta(batch: batch)
+        var weighed = delta
+        var policy = SourcePolicy()
+        policy.apply(to: &weighed, source: SourceID(network: "203.0.113.0"), now: now)
+        var index = HeightIndex()
+        index.apply(delta)
+        for key in index.byModelLanguage.keys {
+            _ = HeightEstimator().estimate(
+                HeightQuery(model: key.model, language: key.language, osMajor: batch.device.osMajor,
+                            orientation: key.orientation, keyboardType: key.keyboardType), in: index).json.serialized()
+        }
+        _ = StatsFormatter.render(StatsReport.rows(from: delta), as: .table)
     }
 }
 

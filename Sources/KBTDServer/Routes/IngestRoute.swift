@@ -30,7 +30,7 @@ struct IngestRoute: Sendable {
         let now = Date().timeIntervalSince1970
         var batch: ValidatedBatch
         do {
-            batch = try validator.validate(json: json, now: now)
+            batch = try BatchIntake.validate(json: json, now: now, rules: validator)
         } catch {
             metrics.batch(.rejected)
             return JSONResponse.invalid(error, "invalid batch")

@@ -1,0 +1,58 @@
+/// The differential oracle: `BatchIntake` (what the daemon runs) against the
+/// reference it replaced, `JSONParser` + `BatchValidator.validate(document:now:)`
+/// + `AggregateDelta(batch:)`. Only the fuzz harness and the replay tests call it.
+///
+///     if let difference = IntakeOracle.difference(json: bytes, now: now, rules: rules) { fatalError(difference) }
+public enum IntakeOracle {
+    /// Nil when both paths accept alike (same batch id, device, samples bit for
+    /// bit, rejections and counts) or reject alike (same field and reason);
+    /// else what differs.
+    public static func difference(json: [UInt8], now: Double, rules: BatchValidator) -> String? {
+        let reference: Result<ValidatedBatch, FieldError>
+        do {
+            reference = .success(try rules.validate(json: json, now: now))
+        } catch {
+            reference = .failure(error)
+        }
+        let intake: Result<ValidatedBatch, FieldError>
+        do {
+            intake = .success(try BatchIntake.validate(json: json, now: now, rules: rules))
+        } catch {
+            intake = .failure(error)
+        }
+        switch (reference, intake) {
+        case (.failure(let expected), .failure(let got)):
+            return expected == got ? nil : "error: reference \"\(expected)\", intake \"\(got)\""
+        case (.failure(let expected), .success):
+            return "reference rejects (\"\(expected)\"), intake accepts"
+        case (.success, .failure(let got)):
+            return "reference accepts, intake rejects (\"\(got)\")"
+        case (.success(let expected), .success(let got)):
+            return difference(expected, got)
+        }
+    }
+
+    static func difference(_ expected: ValidatedBatch, _ got: ValidatedBatch) -> String? {
+        guard expected.batchID == got.batchID else { return "batch_id: \(expected.batchID) vs \(got.batchID)" }
+        guard expected.device == got.device else { return "device: \(expected.device) vs \(got.device)" }
+        guard expected.rejected == got.rejected else { return "rejected: \(expected.rejected) vs \(got.rejected)" }
+        guard expected.samples.count == got.samples.count else {
+            return "accepted: \(expected.samples.count) vs \(got.samples.count)"
+        }
+        for (i, (a, b)) in zip(expected.samples, got.samples).enumerated() where !identical(a, b) {
+            return "accepted sample \(i): \(a) vs \(b)"
+        }
+        guard AggregateDelta(batch: expected) == AggregateDelta(batch: got) else { return "aggregates differ" }
+        return nil
+    }
+
+    /// Equal, with every number equal bit for bit (so 0 and -0 differ).
+    static func identical(_ a: Sample, _ b: Sample) -> Bool {
+        a.t.bitPattern == b.t.bitPattern && a.event == b.event && a.language == b.language
+            && a.orientation == b.orientation && a.keyboardType == b.keyboardType
+            && a.height.bitPattern == b.height.bitPattern && a.accessoryHeight.bitPattern == b.accessoryHeight.bitPattern
+            && a.safeAreaBottom.bitPattern == b.safeAreaBottom.bitPattern && a.duration.bitPattern == b.duration.bitPattern
+            && a.curve == b.curve && a.coldStartMs?.bitPattern == b.coldStartMs?.bitPattern
+            && a.preloaded == b.preloaded && a.floating == b.floating && a.hardwareKeyboard == b.hardwareKeyboard
+    }
+}

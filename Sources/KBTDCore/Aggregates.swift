@@ -75,13 +75,52 @@ public struct AggregateDelta: Sendable, Equatable {
     ///   under their placement; `hide` frames are off screen and say nothing.
     /// - Docked show/change samples add their bottom safe area.
     /// - `cold_start_ms` adds a log bucket, split by `preloaded`.
+    ///
+    /// A batch holds few keys: each sample finds its key among the batch's
+    /// keys so far (interned strings compare by identity first) and counts in
+    /// small tables keyed by numbers; each `SeriesKey` is hashed once per key
+    /// and table, not several times per sample. The counts are those of
+    /// `add(_:device:)` sample by sample (`IntakeOracle` checks it).
     public init(batch: ValidatedBatch) {
+        var keys: [SeriesKey] = []
+        var groups: [SeriesCounts] = []
+        var last = -1
         for sample in batch.samples {
-            add(sample, device: batch.device)
+            var group = last
+            if group < 0 || !Self.matches(keys[group], sample) {
+                group = keys.firstIndex { Self.matches($0, sample) } ?? -1
+                if group < 0 {
+                    keys.append(SeriesKey(model: batch.device.model, osMajor: batch.device.osMajor, language: sample.language,
+                                          orientation: sample.orientation, keyboardType: sample.keyboardType))
+                    groups.append(SeriesCounts())
+                    group = keys.count - 1
+                }
+                last = group
+            }
+            groups[group].add(sample)
+        }
+        for (series, counts) in zip(keys, groups) {
+            counts.flush(series, into: &self)
         }
         if let screen = batch.device.screen, !batch.samples.isEmpty {
             screens[ModelScreenKey(model: batch.device.model, screen: screen), default: 0] += 1
         }
+    }
+
+    /// The counts of `batch` added one sample at a time (the reference for `init(batch:)`).
+    public static func sampleBySample(_ batch: ValidatedBatch) -> AggregateDelta {
+        var delta = AggregateDelta()
+        for sample in batch.samples {
+            delta.add(sample, device: batch.device)
+        }
+        if let screen = batch.device.screen, !batch.samples.isEmpty {
+            delta.screens[ModelScreenKey(model: batch.device.model, screen: screen), default: 0] += 1
+        }
+        return delta
+    }
+
+    private static func matches(_ key: SeriesKey, _ sample: Sample) -> Bool {
+        key.orientation == sample.orientation && key.language == sample.language && key.keyboardType == sample.keyboardType
     }
 
     public mutating func add(_ sample: Sample, device: Device) {
@@ -119,6 +158,66 @@ public struct AggregateDelta: Sendable, Equatable {
 
     public var isEmpty: Bool {
         heights.isEmpty && animations.isEmpty && coldStarts.isEmpty && safeAreas.isEmpty && screens.isEmpty
+    }
+}
+
+/// One key's counts within a batch, keyed by numbers only (see `AggregateDelta.init(batch:)`).
+private struct SeriesCounts {
+    struct Animation: Hashable {
+        var event: KeyboardEvent
+        var bin: AnimationBin
+    }
+
+    struct Height: Hashable {
+        var placement: Placement
+        var halfPoints: Int
+    }
+
+    struct ColdStart: Hashable {
+        var preloaded: Bool
+        var bucket: Int
+    }
+
+    var animations: [Animation: Int64] = [:]
+    var heights: [Height: Int64] = [:]
+    var votes: [Int: Int64] = [:]
+    var safeAreas: [Int: Int64] = [:]
+    var coldStarts: [ColdStart: Int64] = [:]
+
+    /// `AggregateDelta.add(_:device:)` for one key.
+    mutating func add(_ sample: Sample) {
+        animations[Animation(event: sample.event, bin: AnimationBin(duration: sample.duration, curve: sample.curve)), default: 0] += 1
+        if sample.event != .hide {
+            let placement = sample.placement
+            let bin = HeightBin.halfPoints(sample.systemHeight)
+            heights[Height(placement: placement, halfPoints: bin), default: 0] += 1
+            if placement == .docked {
+                votes[bin, default: 0] += 1
+                safeAreas[HeightBin.halfPoints(sample.safeAreaBottom), default: 0] += 1
+            }
+        }
+        if let coldStart = sample.coldStartMs {
+            coldStarts[ColdStart(preloaded: sample.preloaded, bucket: LogBucket.index(coldStart)), default: 0] += 1
+        }
+    }
+
+    func flush(_ series: SeriesKey, into delta: inout AggregateDelta) {
+        for (key, count) in animations {
+            delta.animations[AnimationCountKey(series: series, event: key.event, bin: key.bin), default: 0] += count
+        }
+        for (key, count) in heights {
+            delta.heights[HeightCountKey(series: series, placement: key.placement, halfPoints: key.halfPoints), default: 0] += count
+        }
+        for (bin, count) in votes {
+            delta.votes[SeriesBin(series: series, halfPoints: bin), default: 0] += count
+        }
+        if !votes.isEmpty { delta.sources[series, default: []].insert(.trusted) }
+        for (bin, count) in safeAreas {
+            delta.safeAreas[SeriesBin(series: series, halfPoints: bin), default: 0] += count
+        }
+        for (key, count) in coldStarts {
+            delta.coldStarts[ColdStartCountKey(series: series, preloaded: key.preloaded, bucket: key.bucket), default: 0] += count
+        }
     }
 }
 

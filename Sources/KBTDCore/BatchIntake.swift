@@ -698,16 +698,20 @@ struct IntakeScanner {
     private mutating func parseString() throws(ParseError) -> UnsafeBufferPointer<UInt8> {
         index += 1  // opening quote
         let start = index
+        var bits: UInt8 = 0  // any byte >= 0x80 sets the high bit
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
-                guard Self.isValidUTF8(slice) else { throw ParseError(reason: "invalid UTF-8 in string", offset: start) }
+                guard bits < 0x80 || String(validating: slice, as: UTF8.self) != nil else {
+                    throw ParseError(reason: "invalid UTF-8 in string", offset: start)
+                }
                 index += 1
                 return slice
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in string") }
+            bits |= byte
             index += 1
         }
         // Escapes: unescape into `scratch` (never longer than the escaped text).
@@ -787,11 +791,12 @@ struct IntakeScanner {
         return value
     }
 
-    /// A number literal (as `JSONParser.parseNumber`). Literals of at most 15
-    /// digits with a power of ten within ±22 convert exactly with one IEEE
-    /// multiplication or division (Clinger's fast path: both operands are
-    /// exact, so the result is the correctly rounded one `Double(String)`
-    /// gives); any other literal goes through `Double(String)` itself.
+    /// A number literal (as `JSONParser.parseNumber`). Literals whose digits
+    /// make an integer of at most 2^53 and whose power of ten is within ±22
+    /// convert exactly with one IEEE multiplication or division (Clinger's
+    /// fast path: both operands are exact, so the result is the correctly
+    /// rounded one `Double(String)` gives); any other literal goes through
+    /// `Double(String)` itself.
     private mutating func parseNumber() throws(ParseError) -> Double {
         let start = index
         @inline(__always) func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
@@ -809,7 +814,7 @@ struct IntakeScanner {
             if index < bytes.count, isDigit(bytes[index]) { throw error("invalid number: leading zero") }
         } else {
             while index < bytes.count, isDigit(bytes[index]) {
-                if digits < 16 { mantissa = mantissa &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
+                if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
                 digits += 1
                 index += 1
             }
@@ -819,7 +824,7 @@ struct IntakeScanner {
             index += 1
             guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
             while index < bytes.count, isDigit(bytes[index]) {
-                if digits < 16 { mantissa = mantissa &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
+                if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
                 digits += 1
                 fractionDigits += 1
                 index += 1
@@ -844,7 +849,7 @@ struct IntakeScanner {
         }
         guard index - start <= 64 else { throw ParseError(reason: "number literal too long", offset: start) }
         let power = exponent - fractionDigits
-        if digits <= 15, exponentDigits <= 6, (-22...22).contains(power) {
+        if digits <= 19, mantissa <= 1 << 53, exponentDigits <= 6, (-22...22).contains(power) {
             let value = power >= 0 ? Double(mantissa) * Self.powersOfTen[power] : Double(mantissa) / Self.powersOfTen[-power]
             return negative ? -value : value
         }

@@ -1,6 +1,6 @@
 /// The differential oracle: `BatchIntake` (what the daemon runs) against the
 /// reference it replaced, `JSONParser` + `BatchValidator.validate(document:now:)`
-/// + `AggregateDelta(batch:)`. Only the fuzz harness and the replay tests call it.
+/// + `AggregateDelta.sampleBySample` (against the grouped `AggregateDelta(batch:)`). Only the fuzz harness and the replay tests call it.
 ///
 ///     if let difference = IntakeOracle.difference(json: bytes, now: now, rules: rules) { fatalError(difference) }
 public enum IntakeOracle {
@@ -42,7 +42,7 @@ public enum IntakeOracle {
         for (i, (a, b)) in zip(expected.samples, got.samples).enumerated() where !identical(a, b) {
             return "accepted sample \(i): \(a) vs \(b)"
         }
-        guard AggregateDelta(batch: expected) == AggregateDelta(batch: got) else { return "aggregates differ" }
+        guard AggregateDelta.sampleBySample(expected) == AggregateDelta(batch: got) else { return "aggregates differ" }
         return nil
     }
 

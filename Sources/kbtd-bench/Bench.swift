@@ -16,8 +16,8 @@ struct Bench: ParsableCommand {
 
 /// The in-process reference: only inflating, decoding and validating (and
 /// reducing to counts) the same gzip batches on one core, through the
-/// daemon's `BatchIntake` (or, with `--reference`, the tree parser and
-/// validator it replaced). `--stage` stops early, for stage profiles
+/// daemon's `BatchIntake` and grouped reduction (or, with `--reference`, the
+/// tree parser, validator and sample-by-sample reduction they replaced). `--stage` stops early, for stage profiles
 /// (instructions of a stage = a run to it minus a run to the one before).
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "In-process inflate + decode + validate, one core.")
@@ -49,7 +49,8 @@ struct Decode: ParsableCommand {
                 samples += batch.samples.count
                 continue
             }
-            samples += AggregateDelta(batch: batch).animations.values.reduce(0) { $0 + Int($1) }
+            let delta = reference ? AggregateDelta.sampleBySample(batch) : AggregateDelta(batch: batch)
+            samples += delta.animations.values.reduce(0) { $0 + Int($1) }
         }
         let seconds = (ContinuousClock.now - start) / .seconds(1)
         let label = reference ? " (reference)" : ""

@@ -31,6 +31,7 @@ public struct Daemon: Sendable {
 
     public func run() async throws {
         let initial = settings.current
+        let transport = try Transport(initial)
         let path = initial.database
         let start = ContinuousClock.now
         let box = settings
@@ -107,7 +108,8 @@ public struct Daemon: Sendable {
         router.get("/metrics", use: operations.prometheus)
         router.get("/v1/stats", use: operations.stats)
         router.get("/dashboard", use: DashboardHandler(operations: operations, heights: heights, metrics: metrics).page)
-        let channel = HTTP1Channel.serving(router.buildResponder(), limits: initial.limits, logger: logger, metrics: metrics)
+        let channel = HTTP1Channel.serving(router.buildResponder(), limits: initial.limits, logger: logger, metrics: metrics,
+                                           clients: transport.clients)
 
         let sockets = Self.listenerSockets(initial, logger: logger)
         let ready = ReadinessGate()
@@ -115,12 +117,13 @@ public struct Daemon: Sendable {
         let logger = self.logger
         let group = MultiThreadedEventLoopGroup.singleton
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = sockets.map { socket in
-            .init(service: HTTPListener(socket: socket, channel: channel, group: group, logger: logger,
-                                        connections: connections) { address in
+            .init(service: HTTPListener(socket: socket, channel: transport.channel(for: socket, settings: initial, http1: channel, metrics: metrics),
+                                        group: group, logger: logger, connections: connections) { address in
                 if let path = address?.pathname, chmod(path, mode_t(initial.unixSocketMode)) != 0 {
                     logger.error("cannot set mode \(String(initial.unixSocketMode, radix: 8)) on \(path): errno \(errno)")
                 }
-                logger.notice("listening on \(Self.describe(address, socket))")
+                let speaks = Transport.options(for: socket, initial)
+                logger.notice("listening on \(Self.describe(address, socket))\(speaks.tls ? " (TLS, HTTP/2)" : "")\(speaks.proxyProtocol ? " (PROXY protocol)" : "")")
                 if listening.withLock({ $0 += 1; return $0 }) == sockets.count {
                     logger.notice("kbtd ready")
                     ready.open()
@@ -136,6 +139,7 @@ public struct Daemon: Sendable {
                 sourceWeights.update(maxVotesPerSource: new.maxVotesPerSource, maxEntriesPerSource: new.maxVoteEntriesPerSource)
                 connections.setLimits(maximum: new.limits.maxConnections, perClient: new.limits.maxConnectionsPerClient)
                 keyGate.update(new.keys)
+                transport.reload(new, logger: logger)
             }, logger: logger), successTerminationBehavior: .ignore))
         }
         if let notify = SystemdNotify() {

@@ -1,8 +1,8 @@
 import Hummingbird
 import NIOCore
 
-/// The per-request context: Hummingbird's core storage plus the peer address,
-/// which decides whether operations endpoints answer.
+/// The per-request context: Hummingbird's core storage plus the client address
+/// (behind a trusted proxy, the client it names), which every per-client rule reads.
 public struct KBTDRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
@@ -10,6 +10,15 @@ public struct KBTDRequestContext: RequestContext, RemoteAddressRequestContext {
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+    }
+
+    /// `clientAddress`: the peer, or the client a trusted proxy named (ClientAddressResolver).
+    init(source: ApplicationRequestContextSource, clientAddress: SocketAddress?) {
+        coreContext = .init(source: source)
+        remoteAddress = clientAddress
+        if let clientAddress, clientAddress != source.channel.remoteAddress {
+            logger[metadataKey: "client"] = "\(clientAddress.ipAddress ?? "\(clientAddress)")"
+        }
     }
 
     /// True for the Unix socket.

@@ -29,7 +29,7 @@ public enum SettingsLoader {
         "max_connections_per_client", "max_vote_entries_per_source", "max_keys", "max_indexed_keys",
         "max_languages_per_model", "max_new_keys_per_source_per_day", "unconfirmed_key_retention_days",
         "unix_socket_mode", "database_mode", "max_wal_bytes",
-    ]
+    ] + networkKeys
 
     /// One value and where it came from, for error messages.
     struct Value {
@@ -101,15 +101,7 @@ public enum SettingsLoader {
             return number
         }
 
-        if let listen = values["listen"] {
-            let parts = listen.text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            var addresses: [ListenAddress] = []
-            for part in parts {
-                guard let address = ListenAddress(parsing: part) else { throw bad("listen", "must be HOST:PORT[,HOST:PORT...]") }
-                addresses.append(address)
-            }
-            settings.listen = addresses
-        }
+        try applyNetwork(values, to: &settings)
         if let unix = values["unix_socket"], !unix.text.isEmpty { settings.unixSocket = unix.text }
         if let database = values["database"] {
             guard !database.text.isEmpty else { throw bad("database", "must be a file path") }

@@ -22,7 +22,7 @@ public enum ListenerSocket: Sendable, CustomStringConvertible {
     }
 }
 
-/// One HTTP/1.1 listener as a ServiceLifecycle service.
+/// One listener (HTTP/1.1, or TLS with HTTP/2 and HTTP/1.1: ListenerChannel) as a ServiceLifecycle service.
 ///
 /// Hummingbird 2.28's `BindAddress` cannot adopt an fd systemd passed, so
 /// every listener (bound here or inherited) is built the same way: SwiftNIO's
@@ -31,7 +31,7 @@ public enum ListenerSocket: Sendable, CustomStringConvertible {
 /// finish their current request (NIOExtras' quiescing helper).
 public struct HTTPListener: Service {
     let socket: ListenerSocket
-    let channel: HTTP1Channel
+    let channel: ListenerChannel
     let group: any EventLoopGroup
     let logger: Logger
     let connections: ConnectionLimiter
@@ -49,15 +49,15 @@ public struct HTTPListener: Service {
                     try channel.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: channel))
                 }
             }
-        let childSetup: @Sendable (any Channel) -> EventLoopFuture<HTTP1Channel.Value> = {
+        let childSetup: @Sendable (any Channel) -> EventLoopFuture<ListenerChannel.Value> = {
             [channel, logger, connections] child in
-            guard connections.admit(child) else {
+            guard connections.admit(child, fromTrustedProxy: channel.clients.isTrustedProxy(child.remoteAddress)) else {
                 child.close(promise: nil)
                 return child.eventLoop.makeFailedFuture(ConnectionLimitReached())
             }
             return channel.setup(channel: child, logger: logger)
         }
-        let server: NIOAsyncChannel<HTTP1Channel.Value, Never>
+        let server: NIOAsyncChannel<ListenerChannel.Value, Never>
         do {
             switch socket {
             case .tcp(let address):
@@ -106,7 +106,7 @@ extension HTTP1Channel {
     /// An HTTP/1.1 channel that answers with `responder` (a Hummingbird router),
     /// adding the `Date` header Hummingbird's `Application` would add.
     static func serving<R: HTTPResponder>(_ responder: R, limits: ServerSettings.Limits, logger: Logger,
-                                          metrics: ServerMetrics) -> HTTP1Channel
+                                          metrics: ServerMetrics, clients: ClientAddressResolver) -> HTTP1Channel
     where R.Context == KBTDRequestContext {
         let header = TimeAmount.seconds(Int64(limits.headerTimeoutSeconds))
         let body = TimeAmount.seconds(Int64(limits.bodyTimeoutSeconds))
@@ -120,7 +120,8 @@ extension HTTP1Channel {
         let dates = HTTPDate()
         return HTTP1Channel(
             responder: { request, writer, channel in
-                let context = KBTDRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
+                let context = KBTDRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger),
+                                                 clientAddress: clients.clientAddress(channel: channel, headers: request.headers))
                 var response: Response
                 do {
                     response = try await responder.respond(to: request, context: context)

@@ -19,7 +19,7 @@ struct ProxyParsingTests {
             return
         }
         #expect(address.ipAddress == "203.0.113.7" && address.port == 51234 && length == line.count - 3)
-        #expect(ClientRateLimiter.clientKey(address) == "203.0.113.7", "per-client rules key on the named client")
+        #expect(ClientNetwork.of(address) == "203.0.113.7", "per-client rules key on the named client")
         guard case .header(.client(let v6), _) = Self.parse(Array("PROXY TCP6 2001:db8::7 ::1 1 2\r\n".utf8)) else {
             Issue.record("TCP6 not parsed")
             return

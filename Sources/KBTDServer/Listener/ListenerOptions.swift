@@ -39,6 +39,9 @@ extension ListenAddress {
         return .success(address)
     }
 
+    /// The entry as `listen` takes it: the address, then its options.
+    var entryText: String { ([description] + options.words).joined(separator: " ") }
+
     struct EntryError: Error {
         var reason: String
     }

@@ -167,6 +167,22 @@ struct ProxyTests {
         #expect(daemon.log_().contains("PROXY protocol header from"))
     }
 
+    /// A trusted proxy carries many clients on its connections: `max_connections_per_client` does not cap it,
+    /// while a direct client still gets only its share.
+    @Test func aTrustedProxyIsNotCappedPerClient() throws {
+        var environment = Self.environment
+        environment["KBTD_MAX_CONNECTIONS_PER_CLIENT"] = "2"
+        let daemon = try TestDaemon(environment: environment).start()
+        func status(_ connection: HTTPTestConnection) -> Int {
+            (try? connection.request("GET", "/healthz").status) ?? 0
+        }
+        let proxy = try (0..<5).map { _ in try daemon.connection() }
+        #expect(proxy.map(status) == [200, 200, 200, 200, 200], "\(daemon.log_())")
+        let client = try (0..<3).map { _ in try daemon.connection(from: "127.0.0.9") }
+        // Connections are admitted on several event loops, so which of the three is refused may vary.
+        #expect(client.map(status).sorted() == [0, 200, 200], "one connection from one client is over its cap")
+    }
+
     /// PROXY v2 (binary, as HAProxy and cloud load balancers send it) and admin access by the resolved address:
     /// a trusted proxy relaying a remote client does not get the operations endpoints loopback gets.
     @Test func proxyProtocolV2AndAdminAccessUseTheClient() throws {

@@ -32,6 +32,8 @@ public struct Daemon: Sendable {
 
     public func run() async throws {
         let initial = settings
+        // Reads the TLS pair first: a bad one is exit 78 before the database is touched.
+        let transport = try Transport(initial)
         let app = try KBTDApp(settings: initial, logger: logger, logLevel: logLevel)
         var socketLock: ExclusiveLock?
         if let socket = initial.unixSocket, SocketActivation.inheritedSockets().isEmpty {
@@ -42,7 +44,7 @@ public struct Daemon: Sendable {
                 throw error
             }
         }
-        let channel = HTTP1Channel.serving(app, limits: initial.limits, logger: logger)
+        let channel = HTTP1Channel.serving(app, limits: initial.limits, logger: logger, clients: transport.clients)
 
         let sockets = Self.listenerSockets(initial, logger: logger)
         let ready = ReadinessGate()
@@ -50,12 +52,14 @@ public struct Daemon: Sendable {
         let logger = self.logger
         let group = MultiThreadedEventLoopGroup.singleton
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = sockets.map { socket in
-            .init(service: HTTPListener(socket: socket, channel: channel, group: group, logger: logger,
-                                        connections: app.connections) { address in
+            .init(service: HTTPListener(socket: socket, channel: transport.channel(for: socket, settings: initial, http1: channel,
+                                                                                    metrics: app.metrics),
+                                        group: group, logger: logger, connections: app.connections) { address in
                 if let path = address?.pathname, chmod(path, mode_t(initial.unixSocketMode)) != 0 {
                     logger.error("cannot set mode \(String(initial.unixSocketMode, radix: 8)) on \(path): errno \(errno)")
                 }
-                logger.notice("listening on \(Self.describe(address, socket))")
+                let speaks = Transport.options(for: socket, initial)
+                logger.notice("listening on \(Self.describe(address, socket))\(speaks.tls ? " (TLS, HTTP/2)" : "")\(speaks.proxyProtocol ? " (PROXY protocol)" : "")")
                 if listening.withLock({ $0 += 1; return $0 }) == sockets.count {
                     logger.notice("kbtd ready")
                     ready.open()
@@ -64,8 +68,10 @@ public struct Daemon: Sendable {
         }
         if let reload {
             let hangups = await UnixSignalsSequence(trapping: .sighup)
-            services.append(.init(service: ReloadOnHangup(hangups: hangups, load: reload, apply: app.reload, logger: logger),
-                                  successTerminationBehavior: .ignore))
+            services.append(.init(service: ReloadOnHangup(hangups: hangups, load: reload, apply: { new in
+                app.reload(new)
+                transport.reload(new, logger: logger)
+            }, logger: logger), successTerminationBehavior: .ignore))
         }
         if let notify = SystemdNotify() {
             let writer = app.writer

@@ -10,7 +10,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Config file (key = value lines; see Config/kbtd.conf).")
     var config: String?
 
-    @Option(help: "TCP address to listen on, HOST:PORT (repeatable). Default 127.0.0.1:8420.")
+    @Option(help: "TCP address to listen on, HOST:PORT, optionally followed by tls, plain or proxy_protocol (repeatable). Default 127.0.0.1:8420.")
     var listen: [String] = []
 
     @Option(help: "Also listen on this Unix socket path.")
@@ -57,6 +57,7 @@ struct Serve: AsyncParsableCommand {
         case UnusableDatabase.cannotCreate: ExitStatus.cannotCreate
         case is AlreadyLocked: ExitStatus.tempFail
         case is CannotListen: ExitStatus.unavailable
+        case is SettingsError: ExitStatus.config
         default: 1
         }
     }

@@ -29,7 +29,8 @@ final class ConnectionLimiter: Sendable {
     }
 
     /// True when the connection may stay; it is then counted until it closes.
-    func admit(_ channel: any Channel) -> Bool {
+    /// A trusted proxy carries many clients: only `max_connections` caps it.
+    func admit(_ channel: any Channel, fromTrustedProxy: Bool = false) -> Bool {
         let address = channel.remoteAddress
         if case .unixDomainSocket? = address {
             let admitted = state.withLock { state -> Bool in
@@ -43,7 +44,7 @@ final class ConnectionLimiter: Sendable {
         let client = ClientNetwork.of(address)
         let admitted = state.withLock { state -> Bool in
             let mine = state.byClient[client, default: 0]
-            guard state.tcp < state.maximum, mine < state.perClient else { return false }
+            guard state.tcp < state.maximum, fromTrustedProxy || mine < state.perClient else { return false }
             state.tcp += 1
             state.byClient[client] = mine + 1
             return true

@@ -22,7 +22,7 @@ public enum ListenerSocket: Sendable, CustomStringConvertible {
     }
 }
 
-/// One HTTP/1.1 listener as a ServiceLifecycle service.
+/// One listener (HTTP/1.1, or TLS with HTTP/2 and HTTP/1.1: ListenerChannel) as a ServiceLifecycle service.
 ///
 /// Hummingbird 2.28's `BindAddress` cannot adopt an fd systemd passed, so
 /// every listener (bound here or inherited) is built the same way: SwiftNIO's
@@ -31,7 +31,7 @@ public enum ListenerSocket: Sendable, CustomStringConvertible {
 /// finish their current request (NIOExtras' quiescing helper).
 public struct HTTPListener: Service {
     let socket: ListenerSocket
-    let channel: HTTP1Channel
+    let channel: ListenerChannel
     let group: any EventLoopGroup
     let logger: Logger
     let connections: ConnectionLimiter
@@ -49,15 +49,15 @@ public struct HTTPListener: Service {
                     try channel.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: channel))
                 }
             }
-        let childSetup: @Sendable (any Channel) -> EventLoopFuture<HTTP1Channel.Value> = {
+        let childSetup: @Sendable (any Channel) -> EventLoopFuture<ListenerChannel.Value> = {
             [channel, logger, connections] child in
-            guard connections.admit(child) else {
+            guard connections.admit(child, fromTrustedProxy: channel.clients.isTrustedProxy(child.remoteAddress)) else {
                 child.close(promise: nil)
                 return child.eventLoop.makeFailedFuture(ConnectionLimitReached())
             }
             return channel.setup(channel: child, logger: logger)
         }
-        let server: NIOAsyncChannel<HTTP1Channel.Value, Never>
+        let server: NIOAsyncChannel<ListenerChannel.Value, Never>
         do {
             switch socket {
             case .tcp(let address):
@@ -104,8 +104,9 @@ struct ConnectionLimitReached: Error {}
 
 extension HTTP1Channel {
     /// An HTTP/1.1 channel that answers with `app`, adding the `Date` header
-    /// Hummingbird's `Application` would add.
-    static func serving(_ app: KBTDApp, limits: ServerSettings.Limits, logger: Logger) -> HTTP1Channel {
+    /// Hummingbird's `Application` would add. Each request's context carries the
+    /// client `clients` resolves (the peer, or the client a trusted proxy names).
+    static func serving(_ app: KBTDApp, limits: ServerSettings.Limits, logger: Logger, clients: ClientAddressResolver) -> HTTP1Channel {
         let header = TimeAmount.seconds(Int64(limits.headerTimeoutSeconds))
         let body = TimeAmount.seconds(Int64(limits.bodyTimeoutSeconds))
         let idle = TimeAmount.seconds(Int64(limits.idleTimeoutSeconds))
@@ -119,7 +120,12 @@ extension HTTP1Channel {
         let dates = HTTPDate()
         return HTTP1Channel(
             responder: { request, writer, channel in
-                let context = KBTDRequestContext(source: KBTDRequestSource(logger: logger, remoteAddress: channel.remoteAddress))
+                let client = clients.clientAddress(channel: channel, headers: request.headers)
+                var requestLogger = logger
+                if let client, client != channel.remoteAddress {
+                    requestLogger[metadataKey: "client"] = "\(client.ipAddress ?? "\(client)")"
+                }
+                let context = KBTDRequestContext(source: KBTDRequestSource(logger: requestLogger, remoteAddress: client))
                 var response = await app.respond(to: request, context: context)
                 response.headers[.date] = dates.now()
                 try await writer.write(response: response.head, body: response.body)

@@ -5,6 +5,8 @@ import Logging
 public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     public var host: String
     public var port: Int
+    /// `tls`, `plain`, `proxy_protocol` after the address (ListenerOptions.swift).
+    public var options = ListenerOptions()
 
     public init(host: String, port: Int) {
         self.host = host
@@ -70,6 +72,15 @@ public struct ServerSettings: Sendable, Equatable {
     /// Write-ahead log size kbtd truncates back to (SQLite's `journal_size_limit`, and a
     /// truncating checkpoint once no reader holds the log).
     public var maxWALBytes: Int64 = 64 << 20
+    /// PEM certificate chain and private key; with both, TCP listeners speak TLS and HTTP/2 (Listener/TLSCredentials.swift).
+    public var tlsCertificate: String?
+    public var tlsKey: String?
+    /// Proxies whose PROXY header or forwarding header names the real client (Listener/ClientAddress.swift).
+    public var trustedProxies: [IPNetwork] = []
+    /// Which forwarding header a trusted proxy's requests carry the client in.
+    public var forwardedHeader: ForwardedHeader = .xForwardedFor
+    /// Every TCP listener expects a PROXY protocol header from trusted proxies.
+    public var proxyProtocol = false
 
     public init() {}
 

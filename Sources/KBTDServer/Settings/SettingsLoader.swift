@@ -82,6 +82,7 @@ public enum SettingsLoader {
         if settings.listen.isEmpty && settings.unixSocket == nil {
             throw SettingsError(message: "nothing to listen on: set listen or unix_socket")
         }
+        try Setting.checkTransport(settings) { values[$0]?.origin ?? "default" }
         return settings
     }
 }

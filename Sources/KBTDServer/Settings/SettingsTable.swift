@@ -8,16 +8,19 @@ extension Setting {
     /// default) all read this list: adding a setting is one entry here, one
     /// field in `ServerSettings` and its lines in Config/kbtd.conf.
     public static let all: [Setting] = [
-        Setting("listen", "TCP address(es) to listen on, HOST:PORT, comma-separated.", reloadable: false, flag: "listen", parse: { text, settings in
+        Setting("listen", "TCP address(es) to listen on, HOST:PORT [tls|plain] [proxy_protocol], comma-separated.", reloadable: false,
+                flag: "listen", parse: { text, settings in
             let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             var addresses: [ListenAddress] = []
             for part in parts {
-                guard let address = ListenAddress(parsing: part) else { return "must be HOST:PORT[,HOST:PORT...]" }
-                addresses.append(address)
+                switch ListenAddress.parseEntry(part) {
+                case .success(let address): addresses.append(address)
+                case .failure(let error): return error.reason
+                }
             }
             settings.listen = addresses
             return nil
-        }, show: { $0.listen.map(\.description).joined(separator: ",") }),
+        }, show: { $0.listen.map(\.entryText).joined(separator: ",") }),
         .optionalText("unix_socket", "Also listen on this Unix socket path (empty: none).", reloadable: false, flag: "unix", \.unixSocket),
         Setting("database", "SQLite database file.", reloadable: false, flag: "database", parse: { text, settings in
             guard !text.isEmpty else { return "must be a file path" }
@@ -98,7 +101,7 @@ extension Setting {
             settings.maxWALBytes = Int64(number)
             return nil
         }, show: { String($0.maxWALBytes) }),
-    ]
+    ] + transport
 
     /// The setting named `key`, if there is one.
     public static func named(_ key: String) -> Setting? { byKey[key] }

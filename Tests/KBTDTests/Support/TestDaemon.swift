@@ -109,8 +109,8 @@ final class TestDaemon: @unchecked Sendable {
         while Date() < deadline {
             let text = log_()
             if text.contains("kbtd ready") {
-                for line in text.split(separator: "\n") where line.contains("listening on 127.0.0.1:") {
-                    port = Int(line.split(separator: ":").last!) ?? 0
+                for line in text.split(separator: "\n") where line.contains("listening on 127.0.0.1:") && !line.contains("(PROXY protocol)") {
+                    port = Int(line.split(separator: ":").last!.prefix(while: \.isNumber)) ?? 0
                 }
                 return self
             }

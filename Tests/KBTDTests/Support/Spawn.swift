@@ -1,0 +1,88 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process started with posix_spawn and reaped with waitpid.
+///
+/// Foundation's Process is avoided for the TLS and proxy tests' helpers: with
+/// several tests spawning short programs at once its child monitor was seen
+/// to stop reaping (zombies, `waitUntilExit` never returning). The child gets
+/// an empty signal mask and default handlers, whatever the test runner's
+/// threads block, so SIGTERM stops it.
+final class SpawnedProcess: @unchecked Sendable {  // pid is set once in init; `reap` runs on the owning test's thread
+    let pid: pid_t
+    private var status: Int32?
+
+    /// stdin is /dev/null; stdout and stderr go to the given files (nil: /dev/null).
+    init(_ executable: String, _ arguments: [String], stdout: String? = nil, stderr: String? = nil) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t(), all = sigset_t()
+        sigemptyset(&empty)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard spawned == 0 else { throw HTTPTestError(description: "cannot run \(executable): error \(spawned)") }
+        self.pid = pid
+    }
+
+    deinit { terminate() }
+
+    /// The exit code (128 + signal when killed), once it has exited; nil while it runs.
+    func exitCode() -> Int32? {
+        if status == nil {
+            var raw: Int32 = 0
+            if waitpid(pid, &raw, WNOHANG) == pid { status = raw }
+        }
+        // WIFEXITED/WEXITSTATUS are macros: the code is in bits 8-15 when the low 7 bits are 0.
+        return status.map { $0 & 0x7f == 0 ? ($0 >> 8) & 0xff : 128 + ($0 & 0x7f) }
+    }
+
+    /// Waits up to `seconds` for the exit; then SIGKILL. Returns the exit code.
+    @discardableResult
+    func wait(seconds: Double) -> Int32 {
+        let deadline = Date().addingTimeInterval(seconds)
+        while exitCode() == nil {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                var raw: Int32 = 0
+                waitpid(pid, &raw, 0)
+                status = raw
+                break
+            }
+            usleep(10_000)
+        }
+        return exitCode() ?? -1
+    }
+
+    /// SIGTERM, five seconds, then SIGKILL; reaped either way.
+    func terminate() {
+        guard exitCode() == nil else { return }
+        kill(pid, SIGTERM)
+        wait(seconds: 5)
+    }
+}
+
+/// Runs a program to its end (SIGKILL after `timeout` seconds) and collects its output.
+func spawnAndWait(_ executable: String, _ arguments: [String], timeout: Double) throws -> CommandResult {
+    let directory = TestPaths.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let outPath = directory.appendingPathComponent("stdout").path, errPath = directory.appendingPathComponent("stderr").path
+    let process = try SpawnedProcess(executable, arguments, stdout: outPath, stderr: errPath)
+    let code = process.wait(seconds: timeout)
+    return CommandResult(status: code, stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+                         stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+}

@@ -1,0 +1,100 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Debian's nginx (nginx-light, plus libnginx-mod-stream for the PROXY
+/// protocol) in front of a test daemon, on free loopback ports, with the
+/// same proxy lines the README's recipe gives.
+final class TestNginx {
+    static let binary = "/usr/sbin/nginx"
+    static let streamModule = "/usr/lib/nginx/modules/ngx_stream_module.so"
+    static let installed = FileManager.default.isExecutableFile(atPath: binary)
+        && FileManager.default.fileExists(atPath: streamModule)
+    static let missing = "nginx is not installed: `apt-get install nginx-light libnginx-mod-stream` (scripts/dev deps and .ci/run install it)"
+
+    let directory: URL
+    /// HTTP reverse proxy to kbtd's plain port, adding X-Forwarded-For.
+    let httpPort: Int
+    /// TCP proxy to kbtd's `proxy_protocol` listener, sending a PROXY v1 header.
+    let streamPort: Int
+    /// With `tls`: nginx terminating TLS (HTTP/2 offered), then as `httpPort`.
+    let httpsPort: Int?
+    private let process: SpawnedProcess
+
+    init(directory: URL, upstream: Int, proxyProtocolUpstream: Int, tls: TestCertificates? = nil) throws {
+        self.directory = directory
+        httpPort = freePort()
+        streamPort = freePort()
+        httpsPort = tls == nil ? nil : freePort()
+        let path = directory.path
+        let location = """
+                    location / {
+                        proxy_pass http://127.0.0.1:\(upstream);
+                        proxy_http_version 1.1;
+                        proxy_set_header Connection "";
+                        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+                    }
+            """
+        var httpsServer = ""
+        if let tls, let httpsPort {
+            httpsServer = """
+                server {
+                    listen 127.0.0.1:\(httpsPort) ssl http2;
+                    ssl_certificate \(tls.chain);
+                    ssl_certificate_key \(tls.key);
+                \(location)
+                }
+            """
+        }
+        for folder in ["body", "proxy", "fastcgi", "uwsgi", "scgi"] {
+            try FileManager.default.createDirectory(at: directory.appendingPathComponent(folder), withIntermediateDirectories: true)
+        }
+        let config = """
+            load_module \(Self.streamModule);
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            pid \(path)/nginx.pid;
+            error_log \(path)/error.log info;
+            events { worker_connections 256; }
+            http {
+                access_log \(path)/access.log;
+                client_body_temp_path \(path)/body;
+                proxy_temp_path \(path)/proxy;
+                fastcgi_temp_path \(path)/fastcgi;
+                uwsgi_temp_path \(path)/uwsgi;
+                scgi_temp_path \(path)/scgi;
+                server {
+                    listen 127.0.0.1:\(httpPort);
+            \(location)
+                }
+            \(httpsServer)
+            }
+            stream {
+                server {
+                    listen 127.0.0.1:\(streamPort);
+                    proxy_pass 127.0.0.1:\(proxyProtocolUpstream);
+                    proxy_protocol on;
+                }
+            }
+            """
+        let configPath = directory.appendingPathComponent("nginx.conf").path
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        process = try SpawnedProcess(Self.binary, ["-p", path, "-e", path + "/error.log", "-c", configPath])
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if (try? HTTPTestConnection(.tcp(host: "127.0.0.1", port: httpPort))) != nil,
+               (try? HTTPTestConnection(.tcp(host: "127.0.0.1", port: streamPort))) != nil { return }
+            guard process.exitCode() == nil else { break }
+            usleep(20_000)
+        }
+        let log = (try? String(contentsOfFile: path + "/error.log", encoding: .utf8)) ?? ""
+        throw HTTPTestError(description: "nginx did not start:\n\(log)")
+    }
+
+    /// nginx runs until the test is done with it (SpawnedProcess stops it when released).
+    func stop() {
+        process.terminate()
+    }
+}

@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
     ],
     targets: [
         // System libraries: zlib and SQLite come from the OS (Debian's zlib1g-dev, libsqlite3-dev).
@@ -42,9 +43,17 @@ let package = Package(
             "KBTDCore", "CSQLite",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
+        // PostgreSQL storage behind the same TelemetryStore protocol, for several kbtd nodes on one database.
+        .target(name: "KBTDPostgres", dependencies: [
+            "KBTDCore", "KBTDStore",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ], swiftSettings: strict),
         // HTTP: routes, middleware, metrics, listeners.
         .target(name: "KBTDServer", dependencies: [
-            "KBTDCore", "KBTDStore", "KBTDCompression",
+            "KBTDCore", "KBTDStore", "KBTDPostgres", "KBTDCompression",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
@@ -60,7 +69,7 @@ let package = Package(
         ], swiftSettings: strict),
         // The command line: serve, stats, height.
         .executableTarget(name: "kbtd", dependencies: [
-            "KBTDCore", "KBTDStore", "KBTDServer",
+            "KBTDCore", "KBTDStore", "KBTDPostgres", "KBTDServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
@@ -79,7 +88,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         .testTarget(name: "KBTDTests", dependencies: [
-            "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
+            "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
         ], swiftSettings: strict),
     ]
 )

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import KBTDCore
+import KBTDPostgres
 import KBTDStore
 import Logging
 import NIOCore
@@ -40,13 +41,21 @@ public struct Daemon: Sendable {
         }
         let fileMode = initial.databaseMode
         let walLimit = initial.maxWALBytes
-        let openStore: @Sendable () throws -> SQLiteTelemetryStore = {
-            try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission)
-        }
         let keyGate = KeyGate(limits: initial.keys)
         var index = HeightIndex()
         var locks: [ExclusiveLock] = []
-        do {
+        // A postgres:// URL: a shared database, several nodes (PostgresNode); else an SQLite file.
+        let postgres = PostgresURL.isURL(path) ? try await PostgresNode.open(initial, admission: admission, logger: logger) : nil
+        let openStore: @Sendable () throws -> any TelemetryStore
+        if let postgres {
+            openStore = postgres.storeFactory(admission: admission)
+        } else {
+            openStore = { try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission) }
+        }
+        if let postgres {
+            index.apply(postgres.snapshot.counts)
+            keyGate.remember(postgres.keys)
+        } else { do {
             // Creates and migrates the database; its admitted keys seed the index.
             try DatabaseFile.prepare(path, mode: fileMode)
             locks.append(try ExclusiveLock(path: path, what: "database", mode: fileMode))
@@ -61,11 +70,11 @@ public struct Daemon: Sendable {
                 if let counts = try? store.loadIndexCounts() { index.apply(counts) }
                 try? keyGate.remember(everyKeyIn: store)
             }
-        }
+        } }
         if let socket = initial.unixSocket, SocketActivation.inheritedSockets().isEmpty {
             locks.append(try ExclusiveLock(path: socket + ".lock", what: "Unix socket", mode: 0o600))
         }
-        logger.info("opened \(path): \(index.bySeries.count) keys in the index, \(keyGate.keyCount) stored, loaded in \(ContinuousClock.now - start)")
+        logger.info("opened \(postgres.map { "\($0.database.url)" } ?? path): \(index.bySeries.count) keys in the index, \(keyGate.keyCount) stored, loaded in \(ContinuousClock.now - start)")
 
         let heights = HeightService(index: index, settings: initial.estimator)
         let metrics = ServerMetrics()
@@ -83,6 +92,10 @@ public struct Daemon: Sendable {
             metrics.commitBatches.record(Double(batches))
         }
 
+        let catchUp = postgres?.startCatchUp { delta in
+            heights.apply(delta)
+            keyGate.remember(Array(delta.seriesKeys))
+        }
         let router = Router(context: KBTDRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: EveryResponseMiddleware(metrics: metrics))
@@ -99,7 +112,7 @@ public struct Daemon: Sendable {
             metrics.indexedKeys.set(Double(heights.keyCount))
             metrics.storedKeys.set(Double(keyGate.keyCount))
             metrics.refusedVotes.set(Double(sourceWeights.ledger.refusedVotes))
-        }
+        }.on(postgres: postgres, catchUp: catchUp)
         router.post("/v1/batches", use: ingest.handle)
         router.get("/v1/height", use: heightHandlers.height)
         router.get("/v1/heights", use: heightHandlers.allHeights)

@@ -70,6 +70,8 @@ public struct ServerSettings: Sendable, Equatable {
     /// Write-ahead log size kbtd truncates back to (SQLite's `journal_size_limit`, and a
     /// truncating checkpoint once no reader holds the log).
     public var maxWALBytes: Int64 = 64 << 20
+    /// When `database` is a PostgreSQL URL.
+    public var postgres = PostgresSettings()
 
     public init() {}
 

@@ -29,6 +29,7 @@ public enum SettingsLoader {
         "max_connections_per_client", "max_vote_entries_per_source", "max_keys", "max_indexed_keys",
         "max_languages_per_model", "max_new_keys_per_source_per_day", "unconfirmed_key_retention_days",
         "unix_socket_mode", "database_mode", "max_wal_bytes",
+        "index_catch_up_seconds", "database_pool_size", "database_wait_seconds", "database_password_file",
     ]
 
     /// One value and where it came from, for error messages.
@@ -112,7 +113,11 @@ public enum SettingsLoader {
         }
         if let unix = values["unix_socket"], !unix.text.isEmpty { settings.unixSocket = unix.text }
         if let database = values["database"] {
-            guard !database.text.isEmpty else { throw bad("database", "must be a file path") }
+            guard !database.text.isEmpty else { throw bad("database", "must be a file path or a postgres:// URL") }
+            // Not `bad`: it would echo the value, and a URL may hold a password.
+            if let problem = PostgresSettings.problem(database.text) {
+                throw SettingsError(message: "database (a PostgreSQL URL) from \(database.origin): \(problem)")
+            }
             settings.database = database.text
         }
         if let level = values["log_level"] {
@@ -175,6 +180,10 @@ public enum SettingsLoader {
         if let v = try mode("unix_socket_mode") { settings.unixSocketMode = v }
         if let v = try mode("database_mode") { settings.databaseMode = v }
         if let v = try int("max_wal_bytes", 65_536...(1 << 40)) { settings.maxWALBytes = Int64(v) }
+        if let v = try double("index_catch_up_seconds", 0.01...3600) { settings.postgres.indexCatchUpSeconds = v }
+        if let v = try int("database_pool_size", 2...1000) { settings.postgres.poolSize = v }
+        if let v = try double("database_wait_seconds", 0...86_400) { settings.postgres.connectWaitSeconds = v }
+        if let file = values["database_password_file"], !file.text.isEmpty { settings.postgres.passwordFile = file.text }
         if settings.listen.isEmpty && settings.unixSocket == nil {
             throw SettingsError(message: "nothing to listen on: set listen or unix_socket")
         }

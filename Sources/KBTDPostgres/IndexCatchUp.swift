@@ -75,7 +75,7 @@ public final class IndexCatchUp: Sendable {
         let horizon = state.withLock { $0.horizon }
         let database = self.database
         let rows: (String, [(Int64, String)]) = try await database.withConnection { connection in
-            var binds = SQLBinds()
+            let binds = SQLBinds()
             var next = horizon
             var rows: [(Int64, String)] = []
             for try await (xmin, id, delta) in try await connection.query(binds.query("""

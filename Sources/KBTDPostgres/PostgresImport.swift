@@ -41,7 +41,7 @@ public struct StoreImport: Sendable {
         let input = self
         return try await database.withTransaction { connection in
             let logger = database.logger
-            var b = SQLBinds()
+            let b = SQLBinds()
             for try await importedAt in try await connection.query(b.query(
                 "SELECT imported_at FROM imports WHERE source = \(b(input.source)) FOR UPDATE"), logger: logger).decode(Int.self) {
                 throw AlreadyImported(source: input.source, importedAt: Int64(importedAt))
@@ -68,11 +68,11 @@ public struct StoreImport: Sendable {
                 let rows = sortedKeys[chunkStart..<min(chunkStart + Self.chunk, sortedKeys.count)]
                 var arrays = KeyArrays()
                 rows.forEach { arrays.append($0.key) }
-                var k = SQLBinds()
+                let k = SQLBinds()
                 try await connection.query(k.query("""
                     INSERT INTO keys(\(PostgresSQL.keyColumns), first_seen, admitted_at)
                     SELECT u.model, u.os_major, u.language, u.orientation, u.keyboard_type, u.first_seen, NULLIF(u.admitted_at, -1)
-                    FROM unnest(\(arrays.unnestArguments(&k)), \(k(rows.map { Int($0.firstSeen) }))::bigint[],
+                    FROM unnest(\(arrays.unnestArguments(k)), \(k(rows.map { Int($0.firstSeen) }))::bigint[],
                                 \(k(rows.map { $0.admittedAt.map { Int($0) } ?? -1 }))::bigint[])
                         AS u(model, os_major, language, orientation, keyboard_type, first_seen, admitted_at)
                     ON CONFLICT (\(PostgresSQL.keyColumns)) DO UPDATE SET
@@ -93,7 +93,7 @@ public struct StoreImport: Sendable {
                 }
             }
             let samples = input.counts.animations.values.reduce(0, +)
-            var r = SQLBinds()
+            let r = SQLBinds()
             try await connection.query(r.query("""
                 INSERT INTO imports(source, imported_at, batches, samples)
                 VALUES (\(r(input.source)), \(r(Int(Date().timeIntervalSince1970))), \(r(input.batchIDs.count)), \(r(Int(samples))))

@@ -2,12 +2,15 @@ import KBTDCore
 import KBTDStore
 import PostgresNIO
 
-/// Builds a statement's `$n` parameters as the SQL text is written.
-struct SQLBinds {
+/// Builds a statement's `$n` parameters as the SQL text is written. A class:
+/// `b.query("... \(b(x)) ...")` must see the binds its own argument appended.
+final class SQLBinds {
     var binds = PostgresBindings()
 
+    init() {}
+
     /// Appends `value` and returns its placeholder (`$3`).
-    mutating func callAsFunction<Value: PostgresDynamicTypeEncodable>(_ value: Value) -> String {
+    func callAsFunction<Value: PostgresDynamicTypeEncodable>(_ value: Value) -> String {
         binds.append(value)
         return "$\(binds.count)"
     }
@@ -35,7 +38,7 @@ struct KeyArrays {
     var count: Int { models.count }
 
     /// `$1::text[], $2::int[], ...` for the five key columns.
-    func unnestArguments(_ binds: inout SQLBinds) -> String {
+    func unnestArguments(_ binds: SQLBinds) -> String {
         "\(binds(models))::text[], \(binds(osMajors))::int[], \(binds(languages))::text[], \(binds(orientations))::text[], \(binds(keyboardTypes))::text[]"
     }
 }
@@ -59,7 +62,7 @@ enum PostgresSQL {
 
     /// Claims batch ids; returns the ones this transaction inserted (the rest were stored before).
     static func claimBatchIDs(_ batches: [PendingBatch]) -> PostgresQuery {
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             INSERT INTO batches(batch_id, received_at, model, os, accepted, rejected)
             SELECT * FROM unnest(\(b(batches.map(\.batchID)))::text[], \(b(batches.map { Int($0.receivedAt) }))::bigint[],
@@ -76,10 +79,10 @@ enum PostgresSQL {
             keys.append(key.series); placements.append(key.placement.rawValue)
             bins.append(HeightBin.points(key.halfPoints)); counts.append(Int(count))
         }
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             INSERT INTO height_counts(\(keyColumns), placement, height_bin, count)
-            SELECT * FROM unnest(\(keys.unnestArguments(&b)), \(b(placements))::text[], \(b(bins))::float8[], \(b(counts))::bigint[])
+            SELECT * FROM unnest(\(keys.unnestArguments(b)), \(b(placements))::text[], \(b(bins))::float8[], \(b(counts))::bigint[])
             ON CONFLICT (\(keyColumns), placement, height_bin) DO UPDATE SET count = height_counts.count + excluded.count
             """
         return b.query(sql)
@@ -91,10 +94,10 @@ enum PostgresSQL {
             keys.append(key.series); events.append(key.event.rawValue)
             durations.append(key.bin.durationMs); curves.append(key.bin.curve); counts.append(Int(count))
         }
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             INSERT INTO animation_counts(\(keyColumns), event, duration_ms, curve, count)
-            SELECT * FROM unnest(\(keys.unnestArguments(&b)), \(b(events))::text[], \(b(durations))::int[], \(b(curves))::int[],
+            SELECT * FROM unnest(\(keys.unnestArguments(b)), \(b(events))::text[], \(b(durations))::int[], \(b(curves))::int[],
                                  \(b(counts))::bigint[])
             ON CONFLICT (\(keyColumns), event, duration_ms, curve) DO UPDATE SET count = animation_counts.count + excluded.count
             """
@@ -107,10 +110,10 @@ enum PostgresSQL {
             keys.append(key.series); preloaded.append(key.preloaded ? 1 : 0); buckets.append(key.bucket)
             values.append(LogBucket.value(key.bucket)); counts.append(Int(count))
         }
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             INSERT INTO cold_start_counts(\(keyColumns), preloaded, bucket, bucket_ms, count)
-            SELECT * FROM unnest(\(keys.unnestArguments(&b)), \(b(preloaded))::int[], \(b(buckets))::int[], \(b(values))::float8[],
+            SELECT * FROM unnest(\(keys.unnestArguments(b)), \(b(preloaded))::int[], \(b(buckets))::int[], \(b(values))::float8[],
                                  \(b(counts))::bigint[])
             ON CONFLICT (\(keyColumns), preloaded, bucket) DO UPDATE SET count = cold_start_counts.count + excluded.count
             """
@@ -123,10 +126,10 @@ enum PostgresSQL {
         for (key, value) in rows {
             keys.append(key.series); bins.append(HeightBin.points(key.halfPoints)); counts.append(Int(value))
         }
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             INSERT INTO \(table)(\(keyColumns), \(bin), \(count))
-            SELECT * FROM unnest(\(keys.unnestArguments(&b)), \(b(bins))::float8[], \(b(counts))::bigint[])
+            SELECT * FROM unnest(\(keys.unnestArguments(b)), \(b(bins))::float8[], \(b(counts))::bigint[])
             ON CONFLICT (\(keyColumns), \(bin)) DO UPDATE SET \(count) = \(table).\(count) + excluded.\(count)
             """
         return b.query(sql)
@@ -138,10 +141,10 @@ enum PostgresSQL {
         for (key, source) in rows {
             keys.append(key); sources.append(Int(Int64(bitPattern: source.value)))
         }
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             INSERT INTO key_sources(\(keyColumns), source)
-            SELECT u.* FROM unnest(\(keys.unnestArguments(&b)), \(b(sources))::bigint[])
+            SELECT u.* FROM unnest(\(keys.unnestArguments(b)), \(b(sources))::bigint[])
                 AS u(model, os_major, language, orientation, keyboard_type, source)
             WHERE (SELECT COUNT(*) FROM key_sources s WHERE s.model = u.model AND s.os_major = u.os_major
                    AND s.language = u.language AND s.orientation = u.orientation AND s.keyboard_type = u.keyboard_type) < 8
@@ -151,7 +154,7 @@ enum PostgresSQL {
     }
 
     static func upsertModelScreens(_ rows: [(ModelScreenKey, Int64)]) -> PostgresQuery {
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             INSERT INTO model_screens(model, screen, count)
             SELECT * FROM unnest(\(b(rows.map(\.0.model)))::text[], \(b(rows.map { $0.0.screen.description }))::text[],
@@ -162,7 +165,7 @@ enum PostgresSQL {
     }
 
     static func upsertHourlyIngest(_ rows: [(hour: Int64, batches: Int64, samples: Int64, rejected: Int64)]) -> PostgresQuery {
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             INSERT INTO hourly_ingest(hour, batches, samples, rejected)
             SELECT * FROM unnest(\(b(rows.map { Int($0.hour) }))::bigint[], \(b(rows.map { Int($0.batches) }))::bigint[],
@@ -176,10 +179,10 @@ enum PostgresSQL {
     static func registerKeys(_ keys: [SeriesKey], firstSeen: Int64) -> PostgresQuery {
         var arrays = KeyArrays()
         keys.forEach { arrays.append($0) }
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             INSERT INTO keys(\(keyColumns), first_seen, admitted_at)
-            SELECT u.*, \(b(Int(firstSeen)))::bigint, NULL::bigint FROM unnest(\(arrays.unnestArguments(&b))) AS \(keyAlias)
+            SELECT u.*, \(b(Int(firstSeen)))::bigint, NULL::bigint FROM unnest(\(arrays.unnestArguments(b))) AS \(keyAlias)
             ON CONFLICT DO NOTHING
             """
         return b.query(sql)
@@ -190,11 +193,11 @@ enum PostgresSQL {
     static func lockKeys(_ keys: [SeriesKey]) -> PostgresQuery {
         var arrays = KeyArrays()
         keys.forEach { arrays.append($0) }
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type, k.admitted_at IS NOT NULL FROM keys k
             WHERE (k.model, k.os_major, k.language, k.orientation, k.keyboard_type) IN (
-                SELECT * FROM unnest(\(arrays.unnestArguments(&b))))
+                SELECT * FROM unnest(\(arrays.unnestArguments(b))))
             ORDER BY k.model, k.os_major, k.language, k.orientation, k.keyboard_type
             FOR UPDATE OF k
             """
@@ -205,10 +208,10 @@ enum PostgresSQL {
     static func countKeySources(_ keys: [SeriesKey]) -> PostgresQuery {
         var arrays = KeyArrays()
         keys.forEach { arrays.append($0) }
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             SELECT \(keyColumns), COUNT(*)::bigint, bool_or(source = 0) FROM key_sources
-            WHERE (\(keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(&b))))
+            WHERE (\(keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(b))))
             GROUP BY \(keyColumns)
             """
         return b.query(sql)
@@ -217,16 +220,16 @@ enum PostgresSQL {
     static func admitKeys(_ keys: [SeriesKey], at now: Int64) -> PostgresQuery {
         var arrays = KeyArrays()
         keys.forEach { arrays.append($0) }
-        var b = SQLBinds()
+        let b = SQLBinds()
         let sql = """
             UPDATE keys SET admitted_at = \(b(Int(now)))::bigint
-            WHERE (\(keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(&b))))
+            WHERE (\(keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(b))))
             """
         return b.query(sql)
     }
 
     static func logCommit(node: String, at now: Int64, delta: String) -> PostgresQuery {
-        var b = SQLBinds()
+        let b = SQLBinds()
         return b.query("INSERT INTO commit_log(node, created_at, delta) VALUES (\(b(node)), \(b(Int(now))), \(b(delta))) RETURNING id")
     }
 }

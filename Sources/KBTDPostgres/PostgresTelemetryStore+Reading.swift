@@ -7,7 +7,7 @@ import PostgresNIO
 /// (an admission), and a page of keys at a time (`kbtd stats`, `/v1/stats`).
 extension PostgresTelemetryStore {
     /// A condition on the key columns and its parameters, e.g. keys IN a list.
-    struct KeyFilter: Sendable {
+    struct KeyFilter {
         /// SQL after `WHERE`, with `$n` placeholders numbered from 1; nil: every row.
         var sql: String?
         var binds: SQLBinds
@@ -75,14 +75,14 @@ extension PostgresTelemetryStore {
     static func readCounts(keys: [SeriesKey], connection: PostgresConnection, logger: Logger) async throws -> AggregateDelta {
         var arrays = KeyArrays()
         keys.forEach { arrays.append($0) }
-        var binds = SQLBinds()
-        let sql = "(\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(&binds))))"
+        let binds = SQLBinds()
+        let sql = "(\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(binds))))"
         return try await readCounts(KeyFilter(sql: sql, binds: binds, screens: false), connection: connection, logger: logger)
     }
 
-    static let admittedFilter = KeyFilter(
+    static var admittedFilter: KeyFilter { KeyFilter(
         sql: "(\(PostgresSQL.keyColumns)) IN (SELECT \(PostgresSQL.keyColumns) FROM keys WHERE admitted_at IS NOT NULL)",
-        binds: SQLBinds(), screens: true)
+        binds: SQLBinds(), screens: true) }
 
     /// Runs `body` in a read-only REPEATABLE READ transaction: every table read from one snapshot.
     func snapshot<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) throws -> T {
@@ -142,7 +142,7 @@ extension PostgresTelemetryStore {
         keys.forEach(body)
     }
 
-    private static func conditions(_ filter: StatsFilter, _ binds: inout SQLBinds) -> String {
+    private static func conditions(_ filter: StatsFilter, _ binds: SQLBinds) -> String {
         var parts: [String] = []
         if let model = filter.model { parts.append("model = \(binds(model))") }
         if let osMajor = filter.osMajor { parts.append("os_major = \(binds(osMajor))") }
@@ -152,8 +152,8 @@ extension PostgresTelemetryStore {
 
     public func statsTotals(_ filter: StatsFilter) throws -> (keys: Int64, samples: Int64) {
         try snapshot { connection, logger in
-            var binds = SQLBinds()
-            let condition = Self.conditions(filter, &binds)
+            let binds = SQLBinds()
+            let condition = Self.conditions(filter, binds)
             var totals: (Int64, Int64) = (0, 0)
             for try await (keys, samples) in try await connection.query(binds.query("""
                 SELECT COUNT(*)::bigint, COALESCE(SUM(total), 0)::bigint FROM (
@@ -174,8 +174,8 @@ extension PostgresTelemetryStore {
             let limit = min(pageSize, maxKeys - read)
             let after = last
             let (page, counts): ([SeriesKey], AggregateDelta) = try snapshot { connection, logger in
-                var binds = SQLBinds()
-                let condition = Self.conditions(filter, &binds)
+                let binds = SQLBinds()
+                let condition = Self.conditions(filter, binds)
                 var sql = "SELECT \(columns) FROM keys WHERE \(condition)"
                 if let after {
                     sql += " AND (\(columns)) > (\(binds(after.model)), \(binds(after.osMajor))::int, \(binds(after.language)), "
@@ -203,7 +203,7 @@ extension PostgresTelemetryStore {
 
     public func hourlyIngest(since: Int64) throws -> [HourlyIngest] {
         try snapshot { connection, logger in
-            var binds = SQLBinds()
+            let binds = SQLBinds()
             var hours: [HourlyIngest] = []
             for try await (hour, batches, samples, rejected) in try await connection.query(binds.query(
                 "SELECT hour, batches, samples, rejected FROM hourly_ingest WHERE hour >= \(binds(Int(since))) ORDER BY hour"),

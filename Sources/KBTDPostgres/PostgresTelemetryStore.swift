@@ -296,7 +296,7 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
         return try blocking {
             try await database.withTransaction { connection in
                 var doomed: [SeriesKey] = []
-                var b = SQLBinds()
+                let b = SQLBinds()
                 let sql = """
                     SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
                     WHERE k.admitted_at IS NULL AND k.first_seen < \(b(Int(cutoff)))
@@ -315,9 +315,9 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
                 doomed.forEach { arrays.append($0) }
                 for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
                               "key_sources", "keys"] {
-                    var d = SQLBinds()
+                    let d = SQLBinds()
                     try await connection.query(d.query("""
-                        DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(&d)))))
+                        DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(d))))
                         """), logger: database.logger)
                 }
                 return doomed
@@ -337,16 +337,16 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
         return try blocking {
             try await database.withConnection { connection in
                 var removed = 0
-                var b = SQLBinds()
+                let b = SQLBinds()
                 for try await count in try await connection.query(b.query("""
                     WITH gone AS (DELETE FROM batches WHERE received_at < \(b(Int(cutoff))) RETURNING 1) SELECT COUNT(*)::bigint FROM gone
                     """), logger: database.logger).decode(Int.self) {
                     removed = count
                 }
-                var h = SQLBinds()
+                let h = SQLBinds()
                 try await connection.query(h.query("DELETE FROM hourly_ingest WHERE hour + 3600 <= \(h(Int(cutoff)))"),
                                            logger: database.logger)
-                var c = SQLBinds()
+                let c = SQLBinds()
                 try await connection.query(c.query("DELETE FROM commit_log WHERE created_at < \(c(now - 3600))"), logger: database.logger)
                 return removed
             }

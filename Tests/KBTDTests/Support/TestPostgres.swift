@@ -76,7 +76,33 @@ final class TestPostgres: @unchecked Sendable {
     }
 
     func start() throws {
-        try runServer("\(Self.binaries!)/pg_ctl", ["-D", dataDirectory, "-l", directory.path + "/server.log", "-w", "-t", "60", "start"])
+        // Not through Foundation's Process: the daemonized server would inherit the descriptor
+        // Process watches for the child's end (and its stdout/stderr pipes), and the wait would never end.
+        let tool = "\(Self.binaries!)/pg_ctl"
+        let arguments = ["-D", dataDirectory, "-l", directory.path + "/server.log", "-w", "-t", "60", "start"]
+        let status = serverUser.map { Self.spawnAndWait("/usr/sbin/runuser", ["-u", $0, "--", tool] + arguments) }
+            ?? Self.spawnAndWait(tool, arguments)
+        guard status == 0 else {
+            let log = (try? String(contentsOfFile: directory.path + "/server.log", encoding: .utf8)) ?? ""
+            throw HTTPTestError(description: "pg_ctl start exited \(status):\n\(log)")
+        }
+    }
+
+    /// posix_spawn with stdin, stdout and stderr on /dev/null; waits and returns the exit status.
+    static func spawnAndWait(_ tool: String, _ arguments: [String]) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for fd: Int32 in [0, 1, 2] {
+            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([tool] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, tool, &actions, nil, argv, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
     }
 
     /// Stops the server (`fast`: disconnects clients, then a clean shutdown).
@@ -91,27 +117,26 @@ final class TestPostgres: @unchecked Sendable {
                                        "-U", user, "-d", database, "-c", sql])
     }
 
-    private func runServer(_ tool: String, _ arguments: [String]) throws {
+    private func runServer(_ tool: String, _ arguments: [String], capture: Bool = true) throws {
         if let serverUser {
-            try Self.run("/usr/sbin/runuser", ["-u", serverUser, "--", tool] + arguments)
+            try Self.run("/usr/sbin/runuser", ["-u", serverUser, "--", tool] + arguments, capture: capture)
         } else {
-            try Self.run(tool, arguments)
+            try Self.run(tool, arguments, capture: capture)
         }
     }
 
     @discardableResult
-    static func run(_ tool: String, _ arguments: [String]) throws -> String {
+    static func run(_ tool: String, _ arguments: [String], capture: Bool = true) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
         let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        // Neither pipe is read until exit: pg_ctl's server inherits nothing (it logs to -l).
+        process.standardOutput = capture ? out : FileHandle.nullDevice
+        process.standardError = capture ? err : FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        let stdout = capture ? out.fileHandleForReading.readDataToEndOfFile() : Data()
+        let stderr = capture ? err.fileHandleForReading.readDataToEndOfFile() : Data()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw HTTPTestError(description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): "

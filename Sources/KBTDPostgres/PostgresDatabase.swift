@@ -44,7 +44,8 @@ public final class PostgresDatabase: Sendable {
         self.leaseTimeout = leaseTimeout
         let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "kbtd.postgres", factory: { _ in SwiftLogNoOpLogHandler() }))
         self.client = client
-        runner = Task { await client.run() }
+        // On the bridge's queue, not the cooperative pool: callers of `blocking` may hold every pool thread.
+        runner = Task(executorPreference: BridgeExecutor.shared) { await client.run() }
     }
 
     /// Stops the pool (open leases finish first).
@@ -99,6 +100,10 @@ public final class PostgresDatabase: Sendable {
             }
             state.withLock { $0.lastError = nil; $0.lastSuccess = .now }
             return value
+        } catch let error as any KBTDDecision {
+            // kbtd's own verdict (a newer schema, an import already made): the database answered fine.
+            state.withLock { $0.lastError = nil; $0.lastSuccess = .now }
+            throw error
         } catch {
             let failure = Self.failure(error)
             state.withLock { $0.lastError = failure.description }
@@ -133,6 +138,7 @@ public final class PostgresDatabase: Sendable {
 
     static func failure(_ error: any Error) -> Failure {
         if let failure = error as? Failure { return failure }
+        if let decision = error as? any KBTDDecision { return Failure(description: String(describing: decision)) }
         if let error = error as? PSQLError {
             if let info = error.serverInfo {
                 let state = info[.sqlState]
@@ -146,6 +152,10 @@ public final class PostgresDatabase: Sendable {
         return Failure(description: "PostgreSQL: \(String(describing: error))")
     }
 }
+
+/// An error kbtd itself raised inside a database operation: passed through
+/// unchanged (not turned into a `PostgresDatabase.Failure`).
+public protocol KBTDDecision: Error {}
 
 /// Where a lease is: waiting for a connection, running its body, or given up.
 enum LeasePhase: Sendable { case waiting, running, timedOut }

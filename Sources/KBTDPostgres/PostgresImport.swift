@@ -24,7 +24,7 @@ public struct StoreImport: Sendable {
     }
 
     /// The same database was imported before.
-    public struct AlreadyImported: Error, CustomStringConvertible {
+    public struct AlreadyImported: KBTDDecision, CustomStringConvertible {
         public var source: String
         public var importedAt: Int64
         public var description: String {

@@ -209,7 +209,7 @@ public enum PostgresSchema {
     static var latestVersion: Int { migrations.last!.version }
 
     /// A database whose schema is newer than this kbtd knows.
-    public struct NewerSchema: Error, CustomStringConvertible {
+    public struct NewerSchema: KBTDDecision, CustomStringConvertible {
         public var version: Int
         public var description: String {
             "the PostgreSQL database has schema version \(version), newer than this kbtd supports (\(PostgresSchema.latestVersion)); upgrade kbtd"

@@ -1,5 +1,8 @@
 import Foundation
 import KBTDCore
+import KBTDPostgres
+import KBTDStore
+import Logging
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -90,8 +93,10 @@ struct PostgresNodeTests {
         let duplicates = ConcurrentResults<Int>()
         let refused = ConcurrentResults<Int>()
         let victim = try #require(nodes[0].process?.processIdentifier)
+        let failedOnVictim = ConcurrentResults<Int>()
+        // Mid-load: once a sixth of the batches are in.
         let killer = Thread {
-            usleep(400_000)
+            while stored.values.count < count / 6 { usleep(1_000) }
             kill(victim, SIGKILL)
         }
         killer.start()
@@ -105,6 +110,8 @@ struct PostgresNodeTests {
                         if response.status == 202 { stored.append(i); break }
                         if response.status == 200 { duplicates.append(i); break }
                         refused.append(response.status)
+                    } else if target == 0 {
+                        failedOnVictim.append(i)
                     }
                     target = 1 - target
                     usleep(20_000)
@@ -115,6 +122,7 @@ struct PostgresNodeTests {
         while killer.isExecuting { usleep(1_000) }
         let acknowledged = Set(stored.values).union(duplicates.values)
         #expect(acknowledged.count == count, "every batch is acknowledged by one node or the other")
+        #expect(!failedOnVictim.values.isEmpty, "the kill must land while clients still send to the victim")
         #expect(Set(stored.values).count == stored.values.count, "no batch was stored twice")
         #expect(refused.values.allSatisfy { $0 == 503 }, "\(refused.values)")
         // A retry of anything acknowledged is a duplicate on the surviving node.
@@ -125,28 +133,30 @@ struct PostgresNodeTests {
         #expect(stats["samples"] == .number(Double(expected)))
         #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM batches") == "\(count)")
         #expect(nodes[1].stop() == 0)
-        print("postgres kill -9: \(count) batches, \(stored.values.count) stored with a 202, \(duplicates.values.count) answered as duplicates, \(expected) samples, 0 lost, 0 double-counted")
+        print("postgres kill -9: \(count) batches, \(stored.values.count) stored with a 202, \(duplicates.values.count) answered as duplicates, \(failedOnVictim.values.count) requests failed on the killed node and went to the other, \(expected) samples, 0 lost, 0 double-counted")
     }
 
     @Test func postgresRestartedUnderLoadAnswers503AndReconnectsWithoutRestart() throws {
         let postgres = try TestPostgres()
         let node = Self.node(postgres)
         try node.start()
-        let count = 120
-        let bodies = (0..<count).map { i in gzip(batchBody(samples: shows(2, height: 336))) }
+        var bodies: [[UInt8]] = []
         var acknowledged = Set<Int>()
         var statuses: [Int: Int] = [:]
         var retryAfter: [String] = []
         let restarter = Thread {
-            usleep(300_000)
+            usleep(500_000)
             try? postgres.stop(mode: "fast")
             usleep(2_000_000)
             try? postgres.start()
         }
         restarter.start()
+        while !restarter.isExecuting && !restarter.isFinished { usleep(1_000) }
+        // New batches while PostgreSQL goes down and comes back, then every one not acknowledged again.
         let deadline = Date().addingTimeInterval(120)
-        while acknowledged.count < count, Date() < deadline {
-            for i in 0..<count where !acknowledged.contains(i) {
+        while (restarter.isExecuting || acknowledged.count < bodies.count), Date() < deadline {
+            if restarter.isExecuting { bodies.append(gzip(batchBody(samples: shows(2, height: 336)))) }
+            for i in 0..<bodies.count where !acknowledged.contains(i) {
                 guard let response = try? node.post(bodies[i], encoding: "gzip") else { continue }
                 statuses[response.status, default: 0] += 1
                 if response.status == 202 || response.status == 200 { acknowledged.insert(i) }
@@ -156,16 +166,14 @@ struct PostgresNodeTests {
                 }
             }
         }
-        while restarter.isExecuting { usleep(1_000) }
-        #expect(acknowledged.count == count)
+        #expect(acknowledged.count == bodies.count)
         #expect((statuses[503] ?? 0) > 0, "PostgreSQL was down for 2 s: some batches must have been refused (\(statuses))")
         #expect(Set(statuses.keys).isSubset(of: [200, 202, 503]), "\(statuses)")
         #expect(retryAfter.allSatisfy { $0 == "2" }, "\(retryAfter)")
-        #expect(try node.stats()["samples"] == .number(Double(2 * count)))
+        #expect(try node.stats()["samples"] == .number(Double(2 * bodies.count)))
         #expect(try node.get("/healthz").status == 200)
-        #expect(node.log_().contains("commit of"))
         #expect(node.stop() == 0)
-        print("postgres restart: statuses \(statuses.sorted { $0.key < $1.key })")
+        print("postgres restart: \(bodies.count) batches, statuses \(statuses.sorted { $0.key < $1.key }), all acknowledged once")
     }
 
     @Test func startUpWithPostgresUnreachableExitsClearlyOrWaitsWhenConfigured() throws {
@@ -189,8 +197,9 @@ struct PostgresNodeTests {
 
         // With database_wait_seconds, start-up waits for PostgreSQL instead.
         let node = Self.node(postgres, url: url, environment: ["KBTD_DATABASE_WAIT_SECONDS": "60"])
+        // Longer than one connection attempt (5 s), so start-up sees a failure and says it waits.
         let starter = Thread {
-            usleep(1_500_000)
+            usleep(6_500_000)
             try? postgres.start()
         }
         starter.start()
@@ -199,6 +208,55 @@ struct PostgresNodeTests {
         #expect(node.log_().contains("waiting up to 60.0 s for PostgreSQL"))
         #expect(!node.log_().contains("s3cret-pw"))
         #expect(try node.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip").status == 202)
+        #expect(node.stop() == 0)
+    }
+
+    @Test func countsMergeByAdditionBatchIDsComeAlongAndASecondRunIsRefused() throws {
+        let postgres = try TestPostgres()
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("kbtd.sqlite").path
+        // The embedded installation: 30 batches through a real daemon.
+        let embedded = TestDaemon(database: file)
+        try embedded.start()
+        var bodies: [[UInt8]] = []
+        for i in 0..<30 {
+            let body = gzip(batchBody(screen: "393x852", samples: shows(2, height: i % 3 == 0 ? 392 : 336, language: "ja-JP")))
+            bodies.append(body)
+            #expect(try embedded.post(body, encoding: "gzip").status == 202)
+        }
+        #expect(embedded.stop() == 0)
+        let before = try SQLiteTelemetryStore(path: file, access: .readOnly).loadCounts()
+
+        // PostgreSQL already holds counts of its own (a node ran there): they add up.
+        let node = TestDaemon(database: postgres.url)
+        try node.start()
+        #expect(try node.post(gzip(batchBody(samples: shows(5, height: 336, language: "ja-JP"))), encoding: "gzip").status == 202)
+        #expect(node.stop() == 0)
+
+        let first = try runKBTD(["migrate", "--from", file, "--to", postgres.url])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("60 samples, 30 batch ids (30 new there)"), "\(first.stdout)")
+        let second = try runKBTD(["migrate", "--from", file, "--to", postgres.url])
+        #expect(second.status == 65)
+        #expect(second.stderr.contains("already imported"), "\(second.stderr)")
+
+        let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
+        defer { database.close() }
+        let after = try PostgresTelemetryStore(database: database, migrate: false, forWriting: false).loadCounts()
+        // Every height count is the file's plus the node's own 5 samples at 336 pt.
+        #expect(after.animations.values.reduce(0, +) == 65)
+        #expect(Set(after.heights.keys) == Set(before.heights.keys))
+        for (key, count) in after.heights {
+            #expect(count == before.heights[key, default: 0] + (key.halfPoints == 672 ? 5 : 0), "\(key)")
+        }
+        #expect(after.screens == before.screens)
+
+        // A phone's retry after the move is a duplicate on the PostgreSQL node.
+        try node.start()
+        #expect(try node.post(bodies[7], encoding: "gzip").status == 200)
+        let stats = try node.stats()
+        #expect(stats["samples"] == .number(65))
         #expect(node.stop() == 0)
     }
 }

@@ -63,40 +63,30 @@ public final class PostgresDatabase: Sendable {
     /// `leaseTimeout`; once `body` runs it is never cancelled (a transaction is
     /// committed or rolled back whole).
     public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        let gate = LeaseGate()
         let timeout = leaseTimeout
         do {
-            let value = try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask {
-                    try await self.client.withConnection { connection in
-                        let go = gate.phase.withLock { phase -> Bool in
-                            guard phase == .waiting else { return false }
-                            phase = .running
-                            return true
-                        }
-                        guard go else { throw Failure(description: "no connection within \(timeout)") }
-                        self.state.withLock { $0.leased += 1 }
-                        defer { self.state.withLock { $0.leased -= 1 } }
-                        return try await body(connection)
-                    }
-                }
-                group.addTask {
+            // The lease runs in a task of its own: when no connection comes in time, the caller is
+            // answered at once, and a lease granted later is released unused (the gate says so).
+            let value: T = try await withCheckedThrowingContinuation { continuation in
+                let gate = LeaseGate<T>(continuation)
+                let timer = Task(executorPreference: BridgeExecutor.shared) {
                     try? await Task.sleep(for: timeout)
-                    let expired = gate.phase.withLock { phase -> Bool in
-                        guard phase == .waiting else { return false }
-                        phase = .timedOut
-                        return true
-                    }
-                    if expired { throw Failure(description: "no connection to PostgreSQL within \(timeout)") }
-                    return nil
+                    gate.expire(Failure(description: "no connection to PostgreSQL within \(timeout)"))
                 }
-                while let next = try await group.next() {
-                    if let value = next {
-                        group.cancelAll()
-                        return value
+                Task(executorPreference: BridgeExecutor.shared) {
+                    do {
+                        let value = try await self.client.withConnection { connection in
+                            guard gate.begin() else { throw Failure(description: "connection lease given up") }
+                            timer.cancel()
+                            self.state.withLock { $0.leased += 1 }
+                            defer { self.state.withLock { $0.leased -= 1 } }
+                            return try await body(connection)
+                        }
+                        gate.finish(.success(value))
+                    } catch {
+                        gate.finish(.failure(error))
                     }
                 }
-                throw Failure(description: "connection lease ended without a result")
             }
             state.withLock { $0.lastError = nil; $0.lastSuccess = .now }
             return value
@@ -157,12 +147,42 @@ public final class PostgresDatabase: Sendable {
 /// unchanged (not turned into a `PostgresDatabase.Failure`).
 public protocol KBTDDecision: Error {}
 
-/// Where a lease is: waiting for a connection, running its body, or given up.
-enum LeasePhase: Sendable { case waiting, running, timedOut }
+/// One lease's outcome, decided once: the body ran (`begin`, then `finish`),
+/// or the wait expired first (`expire`) and a connection granted later is handed back.
+final class LeaseGate<T: Sendable>: Sendable {
+    private enum Phase { case waiting, running, done }
+    private let state: Mutex<(phase: Phase, continuation: CheckedContinuation<T, any Error>?)>
 
-/// The lease's phase, shared by the task that waits for the connection and the one that times it out.
-final class LeaseGate: Sendable {
-    let phase = Mutex(LeasePhase.waiting)
+    init(_ continuation: CheckedContinuation<T, any Error>) {
+        state = Mutex((.waiting, continuation))
+    }
+
+    func begin() -> Bool {
+        state.withLock { state in
+            guard state.phase == .waiting else { return false }
+            state.phase = .running
+            return true
+        }
+    }
+
+    func expire(_ error: any Error) {
+        let continuation = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            guard state.phase == .waiting else { return nil }
+            state.phase = .done
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(throwing: error)
+    }
+
+    func finish(_ result: Result<T, any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            state.phase = .done
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(with: result)
+    }
 }
 
 /// Runs async work from a thread outside the cooperative pool (the writer's

@@ -147,7 +147,8 @@ struct PostgresNodeTests {
         let restarter = Thread {
             usleep(500_000)
             try? postgres.stop(mode: "fast")
-            usleep(2_000_000)
+            // Down for longer than a node waits for a connection (5 s): ingest must answer 503.
+            usleep(7_000_000)
             try? postgres.start()
         }
         restarter.start()
@@ -167,7 +168,7 @@ struct PostgresNodeTests {
             }
         }
         #expect(acknowledged.count == bodies.count)
-        #expect((statuses[503] ?? 0) > 0, "PostgreSQL was down for 2 s: some batches must have been refused (\(statuses))")
+        #expect((statuses[503] ?? 0) > 0, "PostgreSQL was down for 7 s: some batches must have been refused (\(statuses))")
         #expect(Set(statuses.keys).isSubset(of: [200, 202, 503]), "\(statuses)")
         #expect(retryAfter.allSatisfy { $0 == "2" }, "\(retryAfter)")
         #expect(try node.stats()["samples"] == .number(Double(2 * bodies.count)))

@@ -22,7 +22,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", exact: "1.35.2"),
-        .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
@@ -51,13 +50,12 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ], swiftSettings: strict),
-        // HTTP: routes, middleware, metrics, listeners.
+        // HTTP: the app (routes, middlewares, settings), listeners, systemd; see ARCHITECTURE.md.
         .target(name: "KBTDServer", dependencies: [
             "KBTDCore", "KBTDStore", "KBTDPostgres", "KBTDCompression",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
-            .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -89,6 +87,10 @@ let package = Package(
         ], swiftSettings: strict),
         .testTarget(name: "KBTDTests", dependencies: [
             "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
+            // The app answers in-process tests through its router (InProcessApp).
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
         ], swiftSettings: strict),
     ]
 )

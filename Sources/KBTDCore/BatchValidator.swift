@@ -1,5 +1,5 @@
 /// Turns a parsed JSON document into a `ValidatedBatch`, applying every rule of
-/// docs/http-api.md. Batch-level faults throw `BatchError`; sample faults reject
+/// docs/http-api.md. Batch-level faults throw a `FieldError`; sample faults reject
 /// that sample alone (partial success).
 public struct BatchValidator: Sendable {
     /// Most samples one batch may carry.
@@ -14,197 +14,197 @@ public struct BatchValidator: Sendable {
     }
 
     /// Parses and validates raw JSON bytes. `now` is Unix seconds.
-    public func validate(json bytes: some Collection<UInt8>, now: Double) throws(BatchError) -> ValidatedBatch {
+    public func validate(json bytes: some Collection<UInt8>, now: Double) throws(FieldError) -> ValidatedBatch {
         let document: JSONValue
         do {
             document = try JSONParser.parse(bytes)
         } catch {
-            throw BatchError(field: "", reason: "body is not valid JSON: \(error)")
+            throw FieldError(field: "", reason: "body is not valid JSON: \(error)")
         }
         return try validate(document: document, now: now)
     }
 
-    public func validate(document: JSONValue, now: Double) throws(BatchError) -> ValidatedBatch {
+    public func validate(document: JSONValue, now: Double) throws(FieldError) -> ValidatedBatch {
         guard case .object = document else {
-            throw BatchError(field: "", reason: "body must be a JSON object, not \(document.typeName)")
+            throw FieldError(field: "", reason: "body must be a JSON object, not \(document.typeName)")
         }
         guard let idValue = document["batch_id"], idValue != .null else {
-            throw BatchError(field: "batch_id", reason: "is required")
+            throw FieldError(field: "batch_id", reason: "is required")
         }
         guard case .string(let rawID) = idValue, let batchID = Self.canonicalUUID(rawID) else {
-            throw BatchError(field: "batch_id", reason: "must be a UUID string")
+            throw FieldError(field: "batch_id", reason: "must be a UUID string")
         }
         let device = try validateDevice(document["device"])
         guard let samplesValue = document["samples"], samplesValue != .null else {
-            throw BatchError(field: "samples", reason: "is required")
+            throw FieldError(field: "samples", reason: "is required")
         }
         guard case .array(let entries) = samplesValue else {
-            throw BatchError(field: "samples", reason: "must be an array, not \(samplesValue.typeName)")
+            throw FieldError(field: "samples", reason: "must be an array, not \(samplesValue.typeName)")
         }
         guard (1...maxSamples).contains(entries.count) else {
-            throw BatchError(field: "samples", reason: "must hold 1 to \(maxSamples) entries, got \(entries.count)")
+            throw FieldError(field: "samples", reason: "must hold 1 to \(maxSamples) entries, got \(entries.count)")
         }
         var samples: [Sample] = []
         samples.reserveCapacity(entries.count)
         var rejected: [SampleError] = []
         for (index, entry) in entries.enumerated() {
-            switch validateSample(entry, now: now) {
-            case .success(let sample): samples.append(sample)
-            case .failure(let fault): rejected.append(SampleError(index: index, field: fault.field, reason: fault.reason))
+            do {
+                samples.append(try validateSample(entry, now: now))
+            } catch {
+                rejected.append(SampleError(index: index, error))
             }
         }
-        return ValidatedBatch(batchID: batchID, device: device, samples: samples, rejected: rejected, sampleCount: entries.count)
+        return ValidatedBatch(batchID: batchID, device: device, samples: samples, rejected: rejected)
     }
 
-    private func validateDevice(_ value: JSONValue?) throws(BatchError) -> Device {
-        guard let value, value != .null else { throw BatchError(field: "device", reason: "is required") }
+    private func validateDevice(_ value: JSONValue?) throws(FieldError) -> Device {
+        guard let value, value != .null else { throw FieldError(field: "device", reason: "is required") }
         guard case .object = value else {
-            throw BatchError(field: "device", reason: "must be an object, not \(value.typeName)")
+            throw FieldError(field: "device", reason: "must be an object, not \(value.typeName)")
         }
         guard case .string(let model)? = value["model"] else {
-            throw BatchError(field: "device.model", reason: value["model"] == nil ? "is required" : "must be a string")
+            throw FieldError(field: "device.model", reason: value["model"] == nil ? "is required" : "must be a string")
         }
-        if let problem = Self.modelProblem(model) { throw BatchError(field: "device.model", reason: problem) }
+        if let problem = Self.modelProblem(model) { throw FieldError(field: "device.model", reason: problem) }
         guard case .string(let os)? = value["os"] else {
-            throw BatchError(field: "device.os", reason: value["os"] == nil ? "is required" : "must be a string")
+            throw FieldError(field: "device.os", reason: value["os"] == nil ? "is required" : "must be a string")
         }
         guard let osMajor = Self.osMajor(os) else {
-            throw BatchError(field: "device.os", reason: "must be a dotted version like 26.1 or 18.6.2")
+            throw FieldError(field: "device.os", reason: "must be a dotted version like 26.1 or 18.6.2")
         }
         let app = try optionalString(value["app"], field: "device.app", maxLength: 128)
         let appVersion = try optionalString(value["app_version"], field: "device.app_version", maxLength: 128)
         var screen: ScreenSize?
         if let text = try optionalString(value["screen"], field: "device.screen", maxLength: 128) {
             guard let parsed = ScreenSize(text) else {
-                throw BatchError(field: "device.screen", reason: ScreenSize.problem(text) ?? "is not a screen size")
+                throw FieldError(field: "device.screen", reason: ScreenSize.problem(text) ?? "is not a screen size")
             }
             screen = parsed
         }
         return Device(model: model, os: os, osMajor: osMajor, app: app, appVersion: appVersion, screen: screen)
     }
 
-    private func optionalString(_ value: JSONValue?, field: String, maxLength: Int) throws(BatchError) -> String? {
+    private func optionalString(_ value: JSONValue?, field: String, maxLength: Int) throws(FieldError) -> String? {
         switch value {
         case nil, .null?: return nil
         case .string(let string)?:
             // Code points, as JSON Schema's maxLength counts them (not grapheme clusters).
             guard string.unicodeScalars.count <= maxLength else {
-                throw BatchError(field: field, reason: "must be at most \(maxLength) characters")
+                throw FieldError(field: field, reason: "must be at most \(maxLength) characters")
             }
             return string
         case let other?:
-            throw BatchError(field: field, reason: "must be a string, not \(other.typeName)")
+            throw FieldError(field: field, reason: "must be a string, not \(other.typeName)")
         }
     }
 
-    private struct Fault: Error {
-        var field: String
-        var reason: String
-    }
-
-    private func validateSample(_ entry: JSONValue, now: Double) -> Result<Sample, Fault> {
+    private func validateSample(_ entry: JSONValue, now: Double) throws(FieldError) -> Sample {
         guard case .object = entry else {
-            return .failure(Fault(field: "sample", reason: "must be an object, not \(entry.typeName)"))
+            throw FieldError(field: "sample", reason: "must be an object, not \(entry.typeName)")
         }
-        do {
-            let t = try number(entry, "t")
-            guard t >= now - maxAge else { throw Fault(field: "t", reason: "is older than 30 days") }
-            guard t <= now + maxSkewAhead else { throw Fault(field: "t", reason: "is more than 1 day in the future") }
+        let t = try number(entry, "t")
+        guard t >= now - maxAge else { throw FieldError(field: "t", reason: "is older than 30 days") }
+        guard t <= now + maxSkewAhead else { throw FieldError(field: "t", reason: "is more than 1 day in the future") }
 
-            let eventName = try string(entry, "event")
-            guard let event = KeyboardEvent(rawValue: eventName) else {
-                throw Fault(field: "event", reason: "must be show, hide or change")
-            }
-            let language = try string(entry, "language")
-            if let problem = Self.languageProblem(language) { throw Fault(field: "language", reason: problem) }
-            let orientationName = try string(entry, "orientation")
-            guard let orientation = Orientation(rawValue: orientationName) else {
-                throw Fault(field: "orientation", reason: "must be portrait or landscape")
-            }
-            let keyboardType = try optionalString(entry, "keyboard_type") ?? "default"
-            guard KeyboardTypes.all.contains(keyboardType) else {
-                throw Fault(field: "keyboard_type", reason: "must be a UIKeyboardType name such as default or numberPad")
-            }
-            let floating = try optionalBool(entry, "floating") ?? false
-            let hardware = try optionalBool(entry, "hardware_keyboard") ?? false
-            let preloaded = try optionalBool(entry, "preloaded") ?? false
-
-            let height = try number(entry, "height")
-            guard (0...2000).contains(height) else { throw Fault(field: "height", reason: "must be between 0 and 2000") }
-            if event != .hide, !hardware, height <= 0 {
-                throw Fault(field: "height", reason: "must be greater than 0 for \(event.rawValue) events without a hardware keyboard")
-            }
-            let accessory = try optionalNumber(entry, "accessory_height") ?? 0
-            guard (0...height).contains(accessory) else {
-                throw Fault(field: "accessory_height", reason: "must be between 0 and height")
-            }
-            let safeArea = try optionalNumber(entry, "safe_area_bottom") ?? 0
-            guard (0...height).contains(safeArea) else {
-                throw Fault(field: "safe_area_bottom", reason: "must be between 0 and height")
-            }
-            let duration = try number(entry, "duration")
-            guard (0...5).contains(duration) else { throw Fault(field: "duration", reason: "must be between 0 and 5 seconds") }
-            let curveValue = try number(entry, "curve")
-            guard curveValue.rounded() == curveValue, (0...15).contains(curveValue) else {
-                throw Fault(field: "curve", reason: "must be an integer between 0 and 15")
-            }
-            let coldStart = try optionalNumber(entry, "cold_start_ms")
-            if let coldStart {
-                guard event == .show else { throw Fault(field: "cold_start_ms", reason: "is only allowed on show events") }
-                guard coldStart > 0, coldStart <= 60_000 else {
-                    throw Fault(field: "cold_start_ms", reason: "must be greater than 0 and at most 60000")
-                }
-            }
-            return .success(Sample(
-                t: t, event: event, language: language, orientation: orientation, keyboardType: keyboardType,
-                height: height, accessoryHeight: accessory, safeAreaBottom: safeArea, duration: duration,
-                curve: Int(curveValue), coldStartMs: coldStart, preloaded: preloaded, floating: floating,
-                hardwareKeyboard: hardware))
-        } catch let fault as Fault {
-            return .failure(fault)
-        } catch {
-            return .failure(Fault(field: "sample", reason: "\(error)"))
+        let eventName = try string(entry, "event")
+        guard let event = KeyboardEvent(rawValue: eventName) else {
+            throw FieldError(field: "event", reason: "must be show, hide or change")
         }
+        let language = try string(entry, "language")
+        if let problem = Self.languageProblem(language) { throw FieldError(field: "language", reason: problem) }
+        let orientation = try Self.orientation(try string(entry, "orientation"))
+        let keyboardType = try Self.keyboardType(try optionalString(entry, "keyboard_type") ?? "default")
+        let floating = try optionalBool(entry, "floating") ?? false
+        let hardware = try optionalBool(entry, "hardware_keyboard") ?? false
+        let preloaded = try optionalBool(entry, "preloaded") ?? false
+
+        let height = try number(entry, "height")
+        guard (0...2000).contains(height) else { throw FieldError(field: "height", reason: "must be between 0 and 2000") }
+        if event != .hide, !hardware, height <= 0 {
+            throw FieldError(field: "height", reason: "must be greater than 0 for \(event.rawValue) events without a hardware keyboard")
+        }
+        let accessory = try optionalNumber(entry, "accessory_height") ?? 0
+        guard (0...height).contains(accessory) else {
+            throw FieldError(field: "accessory_height", reason: "must be between 0 and height")
+        }
+        let safeArea = try optionalNumber(entry, "safe_area_bottom") ?? 0
+        guard (0...height).contains(safeArea) else {
+            throw FieldError(field: "safe_area_bottom", reason: "must be between 0 and height")
+        }
+        let duration = try number(entry, "duration")
+        guard (0...5).contains(duration) else { throw FieldError(field: "duration", reason: "must be between 0 and 5 seconds") }
+        let curveValue = try number(entry, "curve")
+        guard curveValue.rounded() == curveValue, (0...15).contains(curveValue) else {
+            throw FieldError(field: "curve", reason: "must be an integer between 0 and 15")
+        }
+        let coldStart = try optionalNumber(entry, "cold_start_ms")
+        if let coldStart {
+            guard event == .show else { throw FieldError(field: "cold_start_ms", reason: "is only allowed on show events") }
+            guard coldStart > 0, coldStart <= 60_000 else {
+                throw FieldError(field: "cold_start_ms", reason: "must be greater than 0 and at most 60000")
+            }
+        }
+        return Sample(
+            t: t, event: event, language: language, orientation: orientation, keyboardType: keyboardType,
+            height: height, accessoryHeight: accessory, safeAreaBottom: safeArea, duration: duration,
+            curve: Int(curveValue), coldStartMs: coldStart, preloaded: preloaded, floating: floating,
+            hardwareKeyboard: hardware)
     }
 
-    private func number(_ object: JSONValue, _ field: String) throws -> Double {
-        guard let value = object[field], value != .null else { throw Fault(field: field, reason: "is required") }
+    private func number(_ object: JSONValue, _ field: String) throws(FieldError) -> Double {
+        guard let value = object[field], value != .null else { throw FieldError(field: field, reason: "is required") }
         guard case .number(let number) = value else {
-            throw Fault(field: field, reason: "must be a number, not \(value.typeName)")
+            throw FieldError(field: field, reason: "must be a number, not \(value.typeName)")
         }
         return number
     }
 
-    private func optionalNumber(_ object: JSONValue, _ field: String) throws -> Double? {
+    private func optionalNumber(_ object: JSONValue, _ field: String) throws(FieldError) -> Double? {
         guard let value = object[field], value != .null else { return nil }
         guard case .number(let number) = value else {
-            throw Fault(field: field, reason: "must be a number, not \(value.typeName)")
+            throw FieldError(field: field, reason: "must be a number, not \(value.typeName)")
         }
         return number
     }
 
-    private func string(_ object: JSONValue, _ field: String) throws -> String {
-        guard let value = object[field], value != .null else { throw Fault(field: field, reason: "is required") }
+    private func string(_ object: JSONValue, _ field: String) throws(FieldError) -> String {
+        guard let value = object[field], value != .null else { throw FieldError(field: field, reason: "is required") }
         guard case .string(let string) = value else {
-            throw Fault(field: field, reason: "must be a string, not \(value.typeName)")
+            throw FieldError(field: field, reason: "must be a string, not \(value.typeName)")
         }
         return string
     }
 
-    private func optionalString(_ object: JSONValue, _ field: String) throws -> String? {
+    private func optionalString(_ object: JSONValue, _ field: String) throws(FieldError) -> String? {
         guard let value = object[field], value != .null else { return nil }
         guard case .string(let string) = value else {
-            throw Fault(field: field, reason: "must be a string, not \(value.typeName)")
+            throw FieldError(field: field, reason: "must be a string, not \(value.typeName)")
         }
         return string
     }
 
-    private func optionalBool(_ object: JSONValue, _ field: String) throws -> Bool? {
+    private func optionalBool(_ object: JSONValue, _ field: String) throws(FieldError) -> Bool? {
         guard let value = object[field], value != .null else { return nil }
         guard case .bool(let bool) = value else {
-            throw Fault(field: field, reason: "must be a boolean, not \(value.typeName)")
+            throw FieldError(field: field, reason: "must be a boolean, not \(value.typeName)")
         }
         return bool
+    }
+
+    /// `portrait` or `landscape` (field `orientation`, in a sample and in a height question).
+    public static func orientation(_ text: String) throws(FieldError) -> Orientation {
+        guard let orientation = Orientation(rawValue: text) else {
+            throw FieldError(field: "orientation", reason: "must be portrait or landscape")
+        }
+        return orientation
+    }
+
+    /// One of the UIKeyboardType names (field `keyboard_type`).
+    public static func keyboardType(_ text: String) throws(FieldError) -> String {
+        guard KeyboardTypes.all.contains(text) else {
+            throw FieldError(field: "keyboard_type", reason: "must be a UIKeyboardType name such as default or numberPad")
+        }
+        return text
     }
 
     /// Why `model` is not a machine identifier, or nil (shared by ingest and the height queries).

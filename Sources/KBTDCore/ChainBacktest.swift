@@ -180,6 +180,8 @@ struct HiddenLevels: HeightLevels {
         return all
     }
 
+    var osMajors: Set<Int> { base.osMajors }
+
     func primaryScreen(of model: String) -> ScreenSize? {
         if case .model(let hidden) = hide, hidden == model { return nil }
         return base.primaryScreen(of: model)

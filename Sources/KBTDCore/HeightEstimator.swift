@@ -174,6 +174,11 @@ public struct HeightEstimator: Sendable {
     /// some of the OS gain).
     static let minimumDeltaModels = 5
 
+    /// Models that must have measured a keyboard on the asked OS major and on another one before
+    /// `osMoved` may say the release moved it (chosen with `kbtd evaluate` on two kbtd-fleet databases,
+    /// with and without `--os-shift 26=4`: 1 let noise through on the unshifted fleet, 3 and 5 scored alike).
+    static let minimumShiftModels = 3
+
     /// Whether a level may answer: enough docked samples, from enough sources.
     /// Heights are the mode of the votes, so no single source outweighs the rest.
     func supports(_ stats: LevelStats) -> Bool {
@@ -222,6 +227,12 @@ public struct HeightEstimator: Sendable {
         }
 
         for (reference, referenceStats) in candidates {
+            // Only where the data shows that this OS major moved the reference language's
+            // keyboards: otherwise one OS major's thinner data is only noisier than all of it.
+            if let osMajor, !osMoved(osMajor, languages: [reference.language], orientation: query.orientation,
+                                     keyboardType: query.keyboardType, in: index) {
+                return nil
+            }
             var differences = measuredDifferences(reference.language, onOS: osMajor)
             // A language difference rarely changes between OS releases, and one measured on
             // a handful of models is mostly their noise: on a thin OS major, take it over any OS
@@ -237,13 +248,56 @@ public struct HeightEstimator: Sendable {
         return nil
     }
 
-    /// Level 4 on one OS major: the model's heights for any language on that OS.
+    /// Level 4 on one OS major: the model's heights for any language on that OS, when the
+    /// data shows that this OS major moved the keyboards of the model's best-supported
+    /// language there (nil otherwise: the any-OS level answers).
     private func modelOnOS(_ query: HeightQuery, osMajor: Int, in index: some HeightLevels) -> LevelStats? {
-        LevelStats.merged(index.languages(ofModel: query.model)
+        let series = index.languages(ofModel: query.model)
             .filter { $0.orientation == query.orientation && $0.keyboardType == query.keyboardType }
             .sorted()
-            .compactMap { index.series(SeriesKey(model: query.model, osMajor: osMajor, language: $0.language,
-                                                 orientation: query.orientation, keyboardType: query.keyboardType)) })
+            .compactMap { key -> (language: String, stats: LevelStats)? in
+                index.series(SeriesKey(model: query.model, osMajor: osMajor, language: key.language,
+                                       orientation: query.orientation, keyboardType: query.keyboardType))
+                    .map { (language: key.language, stats: $0) }
+            }
+        guard !series.isEmpty, osMoved(osMajor, languages: series.map { $0.language }, orientation: query.orientation,
+                                       keyboardType: query.keyboardType, in: index) else { return nil }
+        return LevelStats.merged(series.map { $0.stats })
+    }
+
+    /// Whether the data shows that keyboards on `osMajor` differ from the same models' keyboards
+    /// on their other OS majors, for one (language, orientation, type): the median, over models that
+    /// measured the language on `osMajor` and on another OS major, of the difference between the
+    /// mode there and the mode on their best-supported other OS major is not zero, and at least
+    /// `minimumShiftModels` models measured it (else the same question for the default keyboard). A release that moved keyboards shows on most
+    /// models at once; one model's odd devices on a thin OS major do not move the median.
+    public func osMoved(_ osMajor: Int, languages: [String], orientation: Orientation, keyboardType: String,
+                 in index: some HeightLevels) -> Bool {
+        let otherMajors = index.osMajors.subtracting([osMajor]).sorted()
+        guard !otherMajors.isEmpty else { return false }
+        var differences: [Int] = []
+        for language in languages {
+            func mode(_ model: String, _ os: Int) -> (votes: Int64, mode: Int)? {
+                guard let stats = index.series(SeriesKey(model: model, osMajor: os, language: language,
+                                                         orientation: orientation, keyboardType: keyboardType)),
+                      supports(stats), let mode = stats.votes.mode else { return nil }
+                return (stats.votes.total, mode)
+            }
+            for model in index.models(withLanguage: LanguageKey(language: language, orientation: orientation,
+                                                                keyboardType: keyboardType)).sorted() {
+                guard let here = mode(model, osMajor),
+                      let there = otherMajors.compactMap({ mode(model, $0) }).max(by: { $0.votes < $1.votes }) else { continue }
+                differences.append(here.mode - there.mode)
+            }
+        }
+        guard differences.count >= Self.minimumShiftModels else {
+            // Too few models measured this keyboard type on both OS majors: a release that
+            // moves keyboards moves the default one too, and that one is measured everywhere.
+            return keyboardType != "default"
+                && osMoved(osMajor, languages: languages, orientation: orientation, keyboardType: "default", in: index)
+        }
+        differences.sort()
+        return differences[(differences.count - 1) / 2] != 0
     }
 
     /// Level 5: every model that reported the query's screen (or, without

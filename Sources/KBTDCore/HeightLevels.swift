@@ -15,6 +15,8 @@ public protocol HeightLevels {
     func models(withScreen screen: ScreenSize) -> Set<String>
     /// The screen a model reported most often.
     func primaryScreen(of model: String) -> ScreenSize?
+    /// Every OS major with docked heights.
+    var osMajors: Set<Int> { get }
 }
 
 extension HeightIndex: HeightLevels {

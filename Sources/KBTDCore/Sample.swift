@@ -103,40 +103,31 @@ public struct ValidatedBatch: Sendable {
     public var device: Device
     public var samples: [Sample]
     public var rejected: [SampleError]
-    /// How many samples the batch held in all.
-    public var sampleCount: Int
 
-    public init(batchID: String, device: Device, samples: [Sample], rejected: [SampleError], sampleCount: Int) {
+    public init(batchID: String, device: Device, samples: [Sample], rejected: [SampleError]) {
         self.batchID = batchID
         self.device = device
         self.samples = samples
         self.rejected = rejected
-        self.sampleCount = sampleCount
     }
 }
 
-/// Why one sample was rejected: `index` in the batch's `samples`, the field at fault.
+/// A sample rejected on its own (the rest of its batch is stored): its index
+/// in `samples` and the `FieldError` at fault.
 public struct SampleError: Sendable, Equatable {
     public var index: Int
-    public var field: String
-    public var reason: String
+    public var error: FieldError
+
+    public init(index: Int, _ error: FieldError) {
+        self.index = index
+        self.error = error
+    }
 
     public init(index: Int, field: String, reason: String) {
-        self.index = index
-        self.field = field
-        self.reason = reason
-    }
-}
-
-/// Why a whole batch was rejected (a 400): the field at fault and why.
-public struct BatchError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var field: String
-    public var reason: String
-
-    public init(field: String, reason: String) {
-        self.field = field
-        self.reason = reason
+        self.init(index: index, FieldError(field: field, reason: reason))
     }
 
-    public var description: String { field.isEmpty ? reason : "\(field): \(reason)" }
+    public var field: String { error.field }
+    public var reason: String { error.reason }
 }
+

@@ -8,7 +8,7 @@ import NIOPosix
 /// A kbtd node's side of a shared PostgreSQL database: the pool, the index it
 /// starts from, the writer's store factory, and the catch-up with other
 /// nodes' commits. (An SQLite file needs none of this.)
-final class PostgresNode: Sendable {
+public final class PostgresNode: Sendable {
     let database: PostgresDatabase
     let marks = CommitLogMarks()
     let snapshot: IndexSnapshot

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import KBTDCore
-import KBTDServer
 
 struct Height: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,9 +23,9 @@ struct Height: ParsableCommand {
             "screen": screen,
         ]
         let query: HeightQuery
-        switch HeightHandlers.query({ parameters[$0] ?? nil }) {
-        case .success(let parsed): query = parsed
-        case .failure(let error):
+        do {
+            query = try HeightQuery(parameters: { parameters[$0] ?? nil })
+        } catch {
             throw fail("--\(error.field.replacingOccurrences(of: "_", with: "-")): \(error.reason)", code: ExitStatus.usage)
         }
         let (settings, index) = try loadIndex(config: config, database: database)

@@ -18,9 +18,10 @@ struct Report: ParsableCommand {
     func run() throws {
         let parameters: [String: String?] = ["model": model, "os": os, "language": language]
         let filter: DashboardFilter
-        switch DashboardFilter.parse({ parameters[$0] ?? nil }) {
-        case .success(let parsed): filter = parsed
-        case .failure(let error): throw fail("--\(error.field): \(error.reason)", code: ExitStatus.usage)
+        do {
+            filter = try DashboardFilter.parse { parameters[$0] ?? nil }
+        } catch {
+            throw fail("--\(error.field): \(error.reason)", code: ExitStatus.usage)
         }
         var flags: [String: String] = [:]
         if let database { flags["database"] = database }

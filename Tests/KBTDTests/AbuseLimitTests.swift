@@ -16,29 +16,32 @@ func peakRSSMiB(_ pid: Int32) -> Double? {
 
 @Suite("Abuse limits against the live daemon")
 struct AbuseLimitTests {
-    @Test func ingestTokensAreRequiredWhenConfigured() throws {
-        let daemon = try TestDaemon(environment: ["KBTD_INGEST_TOKENS": "first-secret, second-secret"]).start()
+    @Test func ingestTokensAreRequiredWhenConfigured() async throws {
+        let daemon = try InProcessApp(environment: ["KBTD_INGEST_TOKENS": "first-secret, second-secret"])
         let body = gzip(batchBody(samples: shows(2, height: 336)))
-        let missing = try daemon.post(body, encoding: "gzip")
+        let missing = try await daemon.post(body, encoding: "gzip")
         #expect(missing.status == 401)
         #expect(missing.json?["field"] == .string("Authorization"))
         #expect(missing.header("www-authenticate") == "Bearer")
-        #expect(try daemon.post(body, encoding: "gzip", headers: [("Authorization", "Bearer first-secre")]).status == 401)
-        #expect(try daemon.post(body, encoding: "gzip", headers: [("Authorization", "Basic second-secret")]).status == 401)
+        #expect(try await daemon.post(body, encoding: "gzip", headers: [("Authorization", "Bearer first-secre")]).status == 401)
+        #expect(try await daemon.post(body, encoding: "gzip", headers: [("Authorization", "Basic second-secret")]).status == 401)
         #expect(try daemon.stats()["samples"] == .number(0))
-        #expect(try daemon.post(body, encoding: "gzip", headers: [("Authorization", "Bearer second-secret")]).status == 202)
-        #expect(try daemon.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip",
+        #expect(try await daemon.post(body, encoding: "gzip", headers: [("Authorization", "Bearer second-secret")]).status == 202)
+        #expect(try await daemon.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip",
                                 headers: [("Authorization", "Bearer first-secret")]).status == 202)
         #expect(try daemon.stats()["samples"] == .number(3))
         // Reads stay open to phones.
-        #expect(try daemon.get("/v1/height?model=iPhone17,1&language=en-US").status == 200)
+        #expect(try await daemon.get("/v1/height?model=iPhone17,1&language=en-US").status == 200)
     }
 
-    @Test func tokenBucketPerAddressAnswers429WithRetryAfter() throws {
-        let daemon = try TestDaemon(environment: [
-            "KBTD_RATE_LIMIT_PER_SECOND": "0.5", "KBTD_RATE_LIMIT_BURST": "3", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
-        ]).start()
-        let statuses = try (0..<5).map { _ in try daemon.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip") }
+    @Test func tokenBucketPerAddressAnswers429WithRetryAfter() async throws {
+        // One token per 1,000 s: five posts never earn a fourth, however long the test waits for a thread
+        // (in-process tests share the 2-thread cooperative pool with blocking live-daemon tests).
+        let daemon = try InProcessApp(environment: [
+            "KBTD_RATE_LIMIT_PER_SECOND": "0.001", "KBTD_RATE_LIMIT_BURST": "3", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
+        ])
+        var statuses: [HTTPTestResponse] = []
+        for _ in 0..<5 { statuses.append(try await daemon.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip")) }
         #expect(statuses.map(\.status) == [202, 202, 202, 429, 429])
         let limited = statuses[3]
         #expect(Int(limited.header("retry-after") ?? "") ?? 0 >= 1)
@@ -46,10 +49,10 @@ struct AbuseLimitTests {
         #expect(try daemon.stats()["samples"] == .number(3))
     }
 
-    @Test func localPeersAreExemptByDefault() throws {
-        let daemon = try TestDaemon(environment: ["KBTD_RATE_LIMIT_PER_SECOND": "0.5", "KBTD_RATE_LIMIT_BURST": "1"]).start()
+    @Test func localPeersAreExemptByDefault() async throws {
+        let daemon = try InProcessApp(environment: ["KBTD_RATE_LIMIT_PER_SECOND": "0.5", "KBTD_RATE_LIMIT_BURST": "1"])
         for _ in 0..<5 {
-            #expect(try daemon.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip").status == 202)
+            #expect(try await daemon.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip").status == 202)
         }
     }
 

@@ -4,12 +4,12 @@ import Testing
 
 @Suite("Command line")
 struct CommandLineTests {
-    @Test func statsFormatsAndFilters() throws {
-        let daemon = try TestDaemon().start()
+    @Test func statsFormatsAndFilters() async throws {
+        let daemon = try InProcessApp()
         var samples = shows(30, height: 336) + shows(22, height: 344, language: "ja-JP")
         for i in samples.indices { samples[i].coldStartMs = Double(300 + i) }
-        #expect(try daemon.post(gzip(batchBody(samples: samples)), encoding: "gzip").status == 202)
-        #expect(try daemon.post(gzip(batchBody(model: "iPhone15,2", os: "18.6.2", samples: shows(3, height: 336))),
+        #expect(try await daemon.post(gzip(batchBody(samples: samples)), encoding: "gzip").status == 202)
+        #expect(try await daemon.post(gzip(batchBody(model: "iPhone15,2", os: "18.6.2", samples: shows(3, height: 336))),
                                 encoding: "gzip").status == 202)
 
         let table = try runKBTD(["stats", "--database", daemon.database, "--format", "table"])

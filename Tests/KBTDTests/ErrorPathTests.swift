@@ -5,7 +5,7 @@ import Testing
 
 /// Every 4xx of docs/http-api.md that this build can produce, each checked for
 /// its status, an error body naming the problem, and no change to what was stored.
-@Suite("Error paths against the live daemon")
+@Suite("Error paths, answered in-process")
 struct ErrorPathTests {
     static let payload = batchBody(samples: shows(5, height: 336))
 
@@ -52,24 +52,15 @@ struct ErrorPathTests {
         ]
     }()
 
-    @Test func everyRejectionHasItsStatusAndLosesNothing() throws {
-        let daemon = try TestDaemon().start()
-        #expect(try daemon.post(gzip(Self.payload), encoding: "gzip").status == 202)
+    @Test func everyRejectionHasItsStatusAndLosesNothing() async throws {
+        let daemon = try InProcessApp()
+        #expect(try await daemon.post(gzip(Self.payload), encoding: "gzip").status == 202)
         let before = try daemon.stats()
         for testCase in Self.cases {
             var headers = testCase.headers
             if !headers.contains(where: { $0.0 == "Content-Type" }) { headers.append(("Content-Type", "application/json")) }
-            let connection = try daemon.connection()
-            let response: HTTPTestResponse
-            if testCase.headers.contains(where: { $0.0 == "Content-Length" }) {
-                // Declared length only: send headers and a few bytes, expect an answer before the rest.
-                var head = "POST /v1/batches HTTP/1.1\r\nHost: t\r\n"
-                for (name, value) in headers { head += "\(name): \(value)\r\n" }
-                try connection.send(Array((head + "\r\n").utf8) + testCase.body)
-                response = try connection.readResponse()
-            } else {
-                response = try connection.request("POST", "/v1/batches", headers: headers, body: testCase.body)
-            }
+            // A declared length over the cap is answered from the header, whatever body follows.
+            let response = try await daemon.request(.post, "/v1/batches", headers: headers, body: testCase.body)
             #expect(response.status == testCase.status, "\(testCase.name): \(response.status) \(response.text)")
             #expect(response.header("content-type") == "application/json", "\(testCase.name)")
             #expect(response.json?["error"]?.string != nil, "\(testCase.name): \(response.text)")
@@ -77,11 +68,11 @@ struct ErrorPathTests {
             #expect(detail.contains(testCase.detail), "\(testCase.name): \(response.text)")
         }
         #expect(try daemon.stats() == before)
-        #expect(try daemon.get("/healthz").status == 200)
+        #expect(try await daemon.get("/healthz").status == 200)
     }
 
-    @Test func heightQueriesNeedModelAndLanguage() throws {
-        let daemon = try TestDaemon().start()
+    @Test func heightQueriesNeedModelAndLanguage() async throws {
+        let daemon = try InProcessApp()
         let cases: [(String, String)] = [
             ("/v1/height?language=en-US", "model"),
             ("/v1/height?model=iPhone17,1", "language"),
@@ -93,20 +84,20 @@ struct ErrorPathTests {
             ("/v1/heights?model=iPhone17,1&os=x", "os"),
         ]
         for (path, field) in cases {
-            let response = try daemon.get(path)
+            let response = try await daemon.get(path)
             #expect(response.status == 400, "\(path)")
             #expect(response.json?["field"] == .string(field), "\(path): \(response.text)")
         }
-        #expect(try daemon.get("/v1/nope").status == 404)
+        #expect(try await daemon.get("/v1/nope").status == 404)
     }
 
-    @Test func customLimitsApply() throws {
-        let daemon = try TestDaemon(environment: ["KBTD_MAX_SAMPLES_PER_BATCH": "3", "KBTD_MAX_DECOMPRESSED_BYTES": "4096"]).start()
-        let four = try daemon.post(gzip(batchBody(samples: shows(4, height: 336))), encoding: "gzip")
+    @Test func customLimitsApply() async throws {
+        let daemon = try InProcessApp(environment: ["KBTD_MAX_SAMPLES_PER_BATCH": "3", "KBTD_MAX_DECOMPRESSED_BYTES": "4096"])
+        let four = try await daemon.post(gzip(batchBody(samples: shows(4, height: 336))), encoding: "gzip")
         #expect(four.status == 400)
         #expect(four.json?["detail"]?.string?.contains("1 to 3") == true)
         let padded = batchBody(rawSamples: [.object([("pad", .string(String(repeating: "x", count: 5000)))])])
-        #expect(try daemon.post(gzip(padded), encoding: "gzip").status == 413)
-        #expect(try daemon.post(gzip(batchBody(samples: shows(3, height: 336))), encoding: "gzip").status == 202)
+        #expect(try await daemon.post(gzip(padded), encoding: "gzip").status == 413)
+        #expect(try await daemon.post(gzip(batchBody(samples: shows(3, height: 336))), encoding: "gzip").status == 202)
     }
 }

@@ -55,6 +55,17 @@ struct ShiftedFleet {
             }
         }
     }
+
+    func load(into daemon: InProcessApp, skip: Set<String> = []) async throws {
+        for model in models where !skip.contains(model.identifier) {
+            for (os, major, count) in counts {
+                let samples = languages.flatMap { shows(count, height: truth(model, major: major, language: $0), language: $0) }
+                let response = try await daemon.post(gzip(batchBody(model: model.identifier, os: os, screen: model.screen, samples: samples)),
+                                               encoding: "gzip")
+                #expect(response.status == 202, "\(response.text)")
+            }
+        }
+    }
 }
 
 @Suite("OS-aware chain, screen level, evaluate and export")
@@ -113,10 +124,13 @@ struct FallbackChainTests {
     @Test func aThinOSMajorTakesItsBaseFromThatOSAndTheLanguageDifferenceFromAnyOS() throws {
         let fleet = try ShiftedFleet(seed: 13)
         let base = fleet.models[0].base
-        // iOS 27 so far: one other phone, whose ja-JP key is dominated by a keyboard without its bar.
+        // iOS 27 so far: three phones show that it moved en-US keyboards by 10 pt, and one other phone
+        // measured ja-JP there, a key dominated by a keyboard without its bar.
         let index = index(fleet, extra: [
             ("iPhone20,1", 27, "en-US", base + 10, 30), ("iPhone20,1", 27, "ja-JP", base + 10 - 44, 30),
             ("iPhone20,2", 27, "en-US", base + 10, 30), ("iPhone20,2", 18, "en-US", base, 40),
+            (fleet.models[1].identifier, 27, "en-US", fleet.models[1].base + 10, 30),
+            (fleet.models[2].identifier, 27, "en-US", fleet.models[2].base + 10, 30),
         ])
         let answer = HeightEstimator().estimate(HeightQuery(model: "iPhone20,2", language: "ja-JP", osMajor: 27), in: index)
         // The base is iOS 27's own en-US; the difference is the median over all seven models (any OS).
@@ -124,13 +138,39 @@ struct FallbackChainTests {
                 "\(answer)")
     }
 
-    @Test func unseenModelWithAKnownScreenGetsTheScreenLevelAndTheCLIAgrees() throws {
+    @Test func whereNoReleaseMovedKeyboardsTheOSAwareLevelsAnswerAsTheAnyOSRule() throws {
+        var fleet = try ShiftedFleet(seed: 17)
+        fleet.osShift = 0
+        let model = fleet.models[0]
+        // The new phone's iOS 26 en-US is thin and dominated by devices without the predictive bar;
+        // its iOS 18 en-US is the real keyboard. No model's keyboards differ between iOS 18 and 26.
+        let newModel = "iPhone19,3"
+        let index = index(fleet, extra: [
+            (newModel, 18, "en-US", model.base, 60), (newModel, 26, "en-US", model.base - 44, 20),
+            (newModel, 26, "en-US", model.base, 12),
+        ])
+        let estimator = HeightEstimator()
+        for language in ["ja-JP", "fr-FR"] {
+            let query = HeightQuery(model: newModel, language: language, osMajor: 26)
+            let answer = estimator.estimate(query, in: index)
+            let before = HeightEstimator(chain: .beforeOSAware).estimate(query, in: index)
+            #expect(answer == before, "\(language): \(answer) vs \(before)")
+            #expect(answer.height == model.base + (language == "ja-JP" ? fleet.languageExtra : 0), "\(answer)")
+        }
+        #expect(!estimator.osMoved(26, languages: ["en-US"], orientation: .portrait, keyboardType: "default", in: index))
+        // The same thin key with a real release shift (every model 6 pt taller on iOS 26) opens it.
+        fleet.osShift = 6
+        #expect(estimator.osMoved(26, languages: ["en-US"], orientation: .portrait, keyboardType: "default",
+                                  in: self.index(fleet)))
+    }
+
+    @Test func unseenModelWithAKnownScreenGetsTheScreenLevelAndTheCLIAgrees() async throws {
         let fleet = try ShiftedFleet(seed: 11)
-        let daemon = try TestDaemon().start()
-        try fleet.load(into: daemon)
+        let daemon = try InProcessApp()
+        try await fleet.load(into: daemon)
         let known = fleet.models[2]
         let query = "model=iPhone99,1&language=ja-JP&os=26.1&screen=\(known.screen)"
-        let response = try daemon.get("/v1/height?" + query)
+        let response = try await daemon.get("/v1/height?" + query)
         #expect(response.status == 200)
         #expect(response.json?["basis"] == .string("screen+language"), "\(response.text)")
         #expect(response.json?["height"] == .number(fleet.truth(known, major: 26, language: "ja-JP")))
@@ -142,11 +182,11 @@ struct FallbackChainTests {
         #expect(cli.stdout == response.text + "\n", "kbtd height must print what the endpoint serves")
 
         // Without a screen, or with one nobody reported, the model is unknown: the constant.
-        #expect(try daemon.get("/v1/height?model=iPhone99,1&language=ja-JP&os=26.1").json?["basis"] == .string("default"))
-        #expect(try daemon.get("/v1/height?model=iPhone99,1&language=ja-JP&screen=1x1").json?["basis"] == .string("default"))
+        #expect(try await daemon.get("/v1/height?model=iPhone99,1&language=ja-JP&os=26.1").json?["basis"] == .string("default"))
+        #expect(try await daemon.get("/v1/height?model=iPhone99,1&language=ja-JP&screen=1x1").json?["basis"] == .string("default"))
 
         // /v1/heights with screen= answers every language measured on that screen.
-        let all = try #require(try daemon.get("/v1/heights?model=iPhone99,1&os=26.1&screen=\(known.screen)").json)
+        let all = try #require(try await daemon.get("/v1/heights?model=iPhone99,1&os=26.1&screen=\(known.screen)").json)
         let estimates = all["estimates"]?.array ?? []
         #expect(estimates.map { $0["language"]?.string ?? "" } == ["en-US", "ja-JP"])
         #expect(estimates.allSatisfy { $0["basis"] == .string("screen+language") })
@@ -154,10 +194,10 @@ struct FallbackChainTests {
 
         // Bad screens: a 400 naming the parameter, on both endpoints and the CLI.
         for bad in ["393", "0x852", "393x4097", "393x852x1", "abcxdef", "-1x5", "393X852"] {
-            let height = try daemon.get("/v1/height?model=iPhone99,1&language=en-US&screen=\(bad)")
+            let height = try await daemon.get("/v1/height?model=iPhone99,1&language=en-US&screen=\(bad)")
             #expect(height.status == 400, "\(bad)")
             #expect(height.json?["field"] == .string("screen"), "\(height.text)")
-            #expect(try daemon.get("/v1/heights?model=iPhone99,1&screen=\(bad)").status == 400, "\(bad)")
+            #expect(try await daemon.get("/v1/heights?model=iPhone99,1&screen=\(bad)").status == 400, "\(bad)")
         }
         let badCLI = try runKBTD(["height", "--model", "iPhone99,1", "--language", "en-US", "--screen", "wide",
                                   "--database", daemon.database])
@@ -180,20 +220,20 @@ struct FallbackChainTests {
         #expect(ScreenSize("0393x852") == nil && ScreenSize("4096x4096") == ScreenSize(width: 4096, height: 4096))
     }
 
-    @Test func deviceScreenIsValidatedPerBatch() throws {
-        let daemon = try TestDaemon().start()
+    @Test func deviceScreenIsValidatedPerBatch() async throws {
+        let daemon = try InProcessApp()
         for bad: JSONOutput in [.string("393x0"), .string("wide"), .string(String(repeating: "9", count: 200)), .int(393)] {
             let document = JSONOutput.object([
                 ("batch_id", .string(UUID().uuidString)),
                 ("device", .object([("model", .string("iPhone17,1")), ("os", .string("26.1")), ("screen", bad)])),
                 ("samples", .array(shows(1, height: 336).map(\.json))),
             ])
-            let response = try daemon.post(Array(document.serialized().utf8))
+            let response = try await daemon.post(Array(document.serialized().utf8))
             #expect(response.status == 400, "\(bad.serialized())")
             #expect(response.json?["field"] == .string("device.screen"), "\(response.text)")
         }
-        #expect(try daemon.post(batchBody(screen: "402x874", samples: shows(1, height: 336))).status == 202)
-        #expect(try daemon.post(batchBody(screen: nil, samples: shows(1, height: 336))).status == 202)
+        #expect(try await daemon.post(batchBody(screen: "402x874", samples: shows(1, height: 336))).status == 202)
+        #expect(try await daemon.post(batchBody(screen: nil, samples: shows(1, height: 336))).status == 202)
     }
 
     /// Scores the way `kbtd evaluate` documents it, written out independently.
@@ -221,10 +261,10 @@ struct FallbackChainTests {
         }
     }
 
-    @Test func evaluateReportsTheErrorsOfAFleetWithAKnownShift() throws {
+    @Test func evaluateReportsTheErrorsOfAFleetWithAKnownShift() async throws {
         let fleet = try ShiftedFleet(seed: 3)
-        let daemon = try TestDaemon().start()
-        try fleet.load(into: daemon)
+        let daemon = try InProcessApp()
+        try await fleet.load(into: daemon)
 
         var truths: [(major: Int, truth: Double)] = []
         for model in fleet.models {
@@ -273,8 +313,8 @@ struct FallbackChainTests {
 
     @Test func exportRoundTripsIntoTheClientWhichServesItWithoutNetwork() async throws {
         let fleet = try ShiftedFleet(seed: 5)
-        let daemon = try TestDaemon().start()
-        try fleet.load(into: daemon)
+        let daemon = try InProcessApp()
+        try await fleet.load(into: daemon)
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("kbtd-heights.json")
@@ -289,7 +329,7 @@ struct FallbackChainTests {
         let document = try JSONParser.parse(Array(try Data(contentsOf: file)))
         #expect(document["format"] == .string("kbtd-height-table") && document["version"] == .number(1))
         for model in fleet.models {
-            let served = try #require(try daemon.get("/v1/heights?model=\(model.identifier)").json)
+            let served = try #require(try await daemon.get("/v1/heights?model=\(model.identifier)").json)
             for estimate in served["estimates"]?.array ?? [] {
                 let key = "\(estimate["language"]?.string ?? "")|\(estimate["orientation"]?.string ?? "")|\(estimate["keyboard_type"]?.string ?? "")"
                 #expect(document["models"]?[model.identifier]?["heights"]?[key] == estimate["height"], "\(model.identifier) \(key)")

@@ -2,19 +2,22 @@ import Foundation
 import KBTDCore
 import Testing
 
-@Suite("Heights against the live daemon")
+@Suite("Heights, answered in-process")
 struct HeightTests {
     /// A fleet built so every level of the chain answers one question.
-    static func loadChainFleet(into daemon: TestDaemon) throws {
+    static func loadChainFleet(into daemon: InProcessApp) async throws {
         let batches: [(model: String, os: String, samples: [TestSample])] = [
             ("iPhone17,1", "26.1", shows(25, height: 336)),
             ("iPhone17,1", "18.6.2", shows(30, height: 330)),
             ("iPhone17,1", "26.1", shows(5, height: 350, language: "fr-FR")),
             ("iPhone15,2", "26.0", shows(40, height: 336) + shows(40, height: 344, language: "ja-JP")),
             ("iPhone13,2", "26.0", shows(40, height: 336) + shows(40, height: 346, language: "ja-JP")),
+            // Three models show that iOS 26 moved en-US keyboards by 6 pt, so levels 3 and 4 are OS-aware.
+            ("iPhone15,2", "18.6.2", shows(30, height: 330)),
+            ("iPhone13,2", "18.6.2", shows(30, height: 330)),
         ]
         for batch in batches {
-            let response = try daemon.post(gzip(batchBody(model: batch.model, os: batch.os, samples: batch.samples)), encoding: "gzip")
+            let response = try await daemon.post(gzip(batchBody(model: batch.model, os: batch.os, samples: batch.samples)), encoding: "gzip")
             #expect(response.status == 202)
         }
     }
@@ -30,11 +33,11 @@ struct HeightTests {
         ("model=iPhone99,9&language=en-US&orientation=landscape", "default", 209, 0, ["--orientation", "landscape"]),
     ]
 
-    @Test func everyLevelOfTheChainIsReachedAndTheCLIAgrees() throws {
-        let daemon = try TestDaemon().start()
-        try Self.loadChainFleet(into: daemon)
+    @Test func everyLevelOfTheChainIsReachedAndTheCLIAgrees() async throws {
+        let daemon = try InProcessApp()
+        try await Self.loadChainFleet(into: daemon)
         for level in Self.chain {
-            let response = try daemon.get("/v1/height?" + level.query)
+            let response = try await daemon.get("/v1/height?" + level.query)
             #expect(response.status == 200)
             #expect(response.json?["basis"] == .string(level.basis), "\(level.query): \(response.text)")
             #expect(response.json?["height"] == .number(level.height), "\(level.query): \(response.text)")
@@ -52,36 +55,36 @@ struct HeightTests {
         }
     }
 
-    @Test func minSamplesIsConfigurable() throws {
-        let daemon = try TestDaemon(environment: ["KBTD_MIN_SAMPLES": "26"]).start()
-        try Self.loadChainFleet(into: daemon)
+    @Test func minSamplesIsConfigurable() async throws {
+        let daemon = try InProcessApp(environment: ["KBTD_MIN_SAMPLES": "26"])
+        try await Self.loadChainFleet(into: daemon)
         // 25 samples at os 26 no longer suffice; model+language (55) still does.
-        let response = try daemon.get("/v1/height?model=iPhone17,1&language=en-US&os=26.1")
+        let response = try await daemon.get("/v1/height?model=iPhone17,1&language=en-US&os=26.1")
         #expect(response.json?["basis"] == .string("model+language"))
     }
 
-    @Test func etagRevalidatesAndChangesWithData() throws {
-        let daemon = try TestDaemon().start()
-        try Self.loadChainFleet(into: daemon)
+    @Test func etagRevalidatesAndChangesWithData() async throws {
+        let daemon = try InProcessApp()
+        try await Self.loadChainFleet(into: daemon)
         let path = "/v1/height?model=iPhone17,1&language=en-US&os=26.1"
-        let first = try daemon.get(path)
+        let first = try await daemon.get(path)
         let etag = try #require(first.header("etag"))
-        let revalidated = try daemon.get(path, headers: [("If-None-Match", etag)])
+        let revalidated = try await daemon.get(path, headers: [("If-None-Match", etag)])
         #expect(revalidated.status == 304)
         #expect(revalidated.body.isEmpty)
         #expect(revalidated.header("etag") == etag)
 
-        #expect(try daemon.post(gzip(batchBody(samples: shows(30, height: 340))), encoding: "gzip").status == 202)
-        let changed = try daemon.get(path, headers: [("If-None-Match", etag)])
+        #expect(try await daemon.post(gzip(batchBody(samples: shows(30, height: 340))), encoding: "gzip").status == 202)
+        let changed = try await daemon.get(path, headers: [("If-None-Match", etag)])
         #expect(changed.status == 200)
         #expect(changed.json?["height"] == .number(340))
         #expect(changed.header("etag") != etag)
     }
 
-    @Test func allHeightsForOneModel() throws {
-        let daemon = try TestDaemon().start()
-        try Self.loadChainFleet(into: daemon)
-        let response = try daemon.get("/v1/heights?model=iPhone17,1&os=26.1")
+    @Test func allHeightsForOneModel() async throws {
+        let daemon = try InProcessApp()
+        try await Self.loadChainFleet(into: daemon)
+        let response = try await daemon.get("/v1/heights?model=iPhone17,1&os=26.1")
         #expect(response.status == 200)
         #expect(response.header("etag") != nil)
         let json = try #require(response.json)

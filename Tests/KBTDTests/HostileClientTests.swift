@@ -11,7 +11,7 @@ import Glibc
 /// each client binds its own 127.0.0.x source address, so one machine plays
 /// several client networks. Bounds are asserted loosely (they are not
 /// benchmarks); the figures are printed for the README.
-@Suite("Hostile clients against the live daemon")
+@Suite("Hostile clients, in-process and against the live daemon")
 struct HostileClientTests {
     static let strangers = ["KBTD_TRUSTED_PEERS": "none", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true"]
 
@@ -20,6 +20,12 @@ struct HostileClientTests {
         try daemon.connection(from: source).request(
             "POST", "/v1/batches", headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
             body: gzip(batchBody(model: model, os: os, samples: samples)))
+    }
+
+    static func post(_ app: InProcessApp, from source: String, model: String = "iPhone17,1", os: String = "26.1",
+                     samples: [TestSample]) async throws -> HTTPTestResponse {
+        try await app.request(.post, "/v1/batches", headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+                              body: gzip(batchBody(model: model, os: os, samples: samples)), from: source)
     }
 
     // MARK: 1. keys
@@ -68,10 +74,10 @@ struct HostileClientTests {
         print("keys: 10,000 new keys offered by one network, 500 stored (quota), 0 in the index; RSS \(rssBefore) -> \(rssAfter) MiB; restart \(String(format: "%.2f", startSeconds)) s")
     }
 
-    @Test func keyAndLanguageCapsRejectPerSampleWithTheirReason() throws {
-        let daemon = try TestDaemon(environment: ["KBTD_MAX_KEYS": "30", "KBTD_MAX_LANGUAGES_PER_MODEL": "5"]).start()
+    @Test func keyAndLanguageCapsRejectPerSampleWithTheirReason() async throws {
+        let daemon = try InProcessApp(environment: ["KBTD_MAX_KEYS": "30", "KBTD_MAX_LANGUAGES_PER_MODEL": "5"])
         // Trusted (loopback by default): the per-network quota does not apply, the global caps do.
-        let languages = try daemon.post(gzip(batchBody(model: "iPhone17,1", samples: (0..<10).map {
+        let languages = try await daemon.post(gzip(batchBody(model: "iPhone17,1", samples: (0..<10).map {
             TestSample(language: "l\($0)", height: 336)
         })), encoding: "gzip")
         #expect(languages.json?["accepted"] == .number(5))
@@ -84,24 +90,24 @@ struct HostileClientTests {
                 }
             }
         }
-        let keys = try daemon.post(gzip(batchBody(model: "iPhone15,2", samples: samples)), encoding: "gzip")
+        let keys = try await daemon.post(gzip(batchBody(model: "iPhone15,2", samples: samples)), encoding: "gzip")
         #expect(keys.json?["accepted"] == .number(25), "30 keys at most: 5 already stored")
         #expect(keys.json?["rejected"] == .number(5))
         #expect(keys.json?["errors"]?.array?.first?["reason"]?.string?.contains("max_keys") == true)
-        #expect(try daemon.metric("kbtd_samples_rejected_total{field=\"key\"}") == 10)
+        #expect(try await daemon.metric("kbtd_samples_rejected_total{field=\"key\"}") == 10)
     }
 
-    @Test func statsArePagedOverHTTPAndStreamedByTheCommandLine() throws {
-        let daemon = try TestDaemon().start()
+    @Test func statsArePagedOverHTTPAndStreamedByTheCommandLine() async throws {
+        let daemon = try InProcessApp()
         let samples = (0..<45).map { TestSample(language: "p\($0)", height: 336) }
-        #expect(try daemon.post(gzip(batchBody(samples: samples)), encoding: "gzip").status == 202)
+        #expect(try await daemon.post(gzip(batchBody(samples: samples)), encoding: "gzip").status == 202)
         let all = try daemon.stats()
         #expect(all["keys"] == .number(45))
         var rows: [JSONValue] = []
         var path = "/v1/stats?limit=20"
         var pages = 0
         while true {
-            let page = try #require(try daemon.get(path).json)
+            let page = try #require(try await daemon.get(path).json)
             #expect(page["keys"] == .number(45), "totals describe every key, not the page")
             rows += page["stats"]?.array ?? []
             pages += 1
@@ -110,37 +116,36 @@ struct HostileClientTests {
         }
         #expect(pages == 3)
         #expect(rows == all["stats"]?.array, "the pages put together are what kbtd stats prints")
-        #expect(try daemon.get("/v1/stats?limit=0").status == 400)
-        #expect(try daemon.get("/v1/stats?after=nonsense").json?["field"] == .string("after"))
-        let filtered = try daemon.get("/v1/stats?language=p7").json
+        #expect(try await daemon.get("/v1/stats?limit=0").status == 400)
+        #expect(try await daemon.get("/v1/stats?after=nonsense").json?["field"] == .string("after"))
+        let filtered = try await daemon.get("/v1/stats?language=p7").json
         #expect(filtered?["keys"] == .number(1) && filtered?["stats"]?.array?.count == 1)
     }
 
     // MARK: 2. bounded work per request
 
-    @Test func aModelFloodedWithLanguagesAnswersQuicklyAndBlocksNobody() throws {
-        let daemon = try TestDaemon(environment: Self.strangers.merging(["KBTD_TRUSTED_PEERS": "unix"]) { $1 }).start()
-        let honest = try HTTPTestConnection(.unix(path: daemon.unixSocket))
-        let seed = try honest.request("POST", "/v1/batches", headers: [("Content-Encoding", "gzip")],
-                                      body: gzip(batchBody(samples: shows(30, height: 336))))
+    @Test func aModelFloodedWithLanguagesAnswersQuicklyAndBlocksNobody() async throws {
+        let daemon = try InProcessApp(environment: Self.strangers.merging(["KBTD_TRUSTED_PEERS": "unix"]) { $1 })
+        let seed = try await daemon.request(.post, "/v1/batches", headers: [("Content-Encoding", "gzip")],
+                                            body: gzip(batchBody(samples: shows(30, height: 336))), from: "unix")
         #expect(seed.status == 202)
         // Three networks each send the same 10,000 junk languages for the model, so
         // every junk key that gets in is confirmed by min_sources networks.
         let junk = (0..<10_000).map { TestSample(language: "zz-\($0)", height: 999) }
         var stored = 0
         for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
-            let response = try Self.post(daemon, from: source, samples: junk)
+            let response = try await Self.post(daemon, from: source, samples: junk)
             #expect(response.status == 202)
             stored = max(stored, Int(response.json?["accepted"]?.double ?? 0))
         }
         #expect(stored <= 199, "max_languages_per_model (200) bounds the model's languages: \(stored)")
-        #expect(try daemon.metric("kbtd_index_keys") ?? 0 <= 200)
+        #expect(try await daemon.metric("kbtd_index_keys") ?? 0 <= 200)
 
         // Many distinct os= values: each answer is cheap, right, and echoes the asked OS.
         var slowest = 0.0
         for minor in 0..<200 {
             let started = Date()
-            let response = try daemon.get("/v1/heights?model=iPhone17,1&os=26.\(minor)")
+            let response = try await daemon.get("/v1/heights?model=iPhone17,1&os=26.\(minor)")
             slowest = max(slowest, Date().timeIntervalSince(started))
             #expect(response.status == 200)
             #expect(response.json?["os"] == .string("26.\(minor)"))
@@ -148,11 +153,11 @@ struct HostileClientTests {
         }
         // An unrelated question and an ingest ack meanwhile.
         let started = Date()
-        let height = try daemon.get("/v1/height?model=iPhone17,1&language=en-US&os=26.1")
+        let height = try await daemon.get("/v1/height?model=iPhone17,1&language=en-US&os=26.1")
         let heightSeconds = Date().timeIntervalSince(started)
         #expect(height.json?["height"] == .number(336))
         let ackStarted = Date()
-        #expect(try Self.post(daemon, from: "127.0.0.9", samples: shows(5, height: 336)).status == 202)
+        #expect(try await Self.post(daemon, from: "127.0.0.9", samples: shows(5, height: 336)).status == 202)
         let ackSeconds = Date().timeIntervalSince(ackStarted)
         #expect(slowest < 2 && heightSeconds < 2 && ackSeconds < 2, "slowest /v1/heights \(slowest) s, height \(heightSeconds) s, ack \(ackSeconds) s")
         print("heights: 3 x 10,000 junk languages -> \(stored) stored; slowest of 200 /v1/heights \(String(format: "%.3f", slowest)) s; honest /v1/height \(String(format: "%.3f", heightSeconds)) s, ack \(String(format: "%.3f", ackSeconds)) s")

@@ -6,11 +6,11 @@ import Testing
 import Glibc
 #endif
 
-@Suite("Ingest against the live daemon")
+@Suite("Ingest, answered in-process and by the live daemon")
 struct IngestTests {
     @Test(arguments: [("gzip", Deflater.Format.gzip), ("deflate", .zlib), ("deflate", .raw)])
-    func compressedBatchRoundTripsToStatsAndHeight(encoding: String, format: Deflater.Format) throws {
-        let daemon = try TestDaemon().start()
+    func compressedBatchRoundTripsToStatsAndHeight(encoding: String, format: Deflater.Format) async throws {
+        let daemon = try InProcessApp()
         let samples = shows(25, height: 392, language: "ja-JP").map { sample -> TestSample in
             var sample = sample
             sample.accessoryHeight = 48
@@ -18,13 +18,13 @@ struct IngestTests {
             return sample
         }
         let body = batchBody(samples: samples)
-        let response = try daemon.post(Deflater.compress(body, format: format), encoding: encoding)
+        let response = try await daemon.post(Deflater.compress(body, format: format), encoding: encoding)
         #expect(response.status == 202, "\(response.text)")
         #expect(response.json?["accepted"] == .number(25))
         #expect(response.json?["rejected"] == .number(0))
         #expect(response.json?["errors"] == .array([]))
 
-        let height = try daemon.get("/v1/height?model=iPhone17,1&language=ja-JP&os=26.1")
+        let height = try await daemon.get("/v1/height?model=iPhone17,1&language=ja-JP&os=26.1")
         #expect(height.status == 200)
         #expect(height.json?["height"] == .number(344))
         #expect(height.json?["safe_area_bottom"] == .number(34))
@@ -36,21 +36,21 @@ struct IngestTests {
         #expect(row?["height_mode"] == .number(344))
     }
 
-    @Test func identityBodyAndEmptyContentEncodingAreJSON() throws {
-        let daemon = try TestDaemon().start()
-        #expect(try daemon.post(batchBody(samples: shows(1, height: 336))).status == 202)
-        #expect(try daemon.post(batchBody(samples: shows(1, height: 336)), encoding: "").status == 202)
-        #expect(try daemon.post(batchBody(samples: shows(1, height: 336)), contentType: nil).status == 202)
-        #expect(try daemon.post(batchBody(samples: shows(1, height: 336)), contentType: "application/json; charset=utf-8").status == 202)
+    @Test func identityBodyAndEmptyContentEncodingAreJSON() async throws {
+        let daemon = try InProcessApp()
+        #expect(try await daemon.post(batchBody(samples: shows(1, height: 336))).status == 202)
+        #expect(try await daemon.post(batchBody(samples: shows(1, height: 336)), encoding: "").status == 202)
+        #expect(try await daemon.post(batchBody(samples: shows(1, height: 336)), contentType: nil).status == 202)
+        #expect(try await daemon.post(batchBody(samples: shows(1, height: 336)), contentType: "application/json; charset=utf-8").status == 202)
     }
 
-    @Test func partialSuccessReportsEachRejectedSample() throws {
-        let daemon = try TestDaemon().start()
+    @Test func partialSuccessReportsEachRejectedSample() async throws {
+        let daemon = try InProcessApp()
         var bad = TestSample()
         bad.curve = 16
         var old = TestSample()
         old.t -= 40 * 86_400
-        let response = try daemon.post(gzip(batchBody(samples: [TestSample(), bad, TestSample(), old])), encoding: "gzip")
+        let response = try await daemon.post(gzip(batchBody(samples: [TestSample(), bad, TestSample(), old])), encoding: "gzip")
         #expect(response.status == 202)
         #expect(response.json?["accepted"] == .number(2))
         #expect(response.json?["rejected"] == .number(2))
@@ -60,11 +60,11 @@ struct IngestTests {
         #expect(errors.last?["index"] == .number(3) && errors.last?["field"] == .string("t"))
     }
 
-    @Test func receiptListsAtMostTwentyErrors() throws {
-        let daemon = try TestDaemon().start()
+    @Test func receiptListsAtMostTwentyErrors() async throws {
+        let daemon = try InProcessApp()
         var bad = TestSample()
         bad.event = "appear"
-        let response = try daemon.post(gzip(batchBody(samples: Array(repeating: bad, count: 30))), encoding: "gzip")
+        let response = try await daemon.post(gzip(batchBody(samples: Array(repeating: bad, count: 30))), encoding: "gzip")
         #expect(response.status == 202)
         #expect(response.json?["rejected"] == .number(30))
         #expect(response.json?["errors"]?.array?.count == 20)
@@ -90,15 +90,15 @@ struct IngestTests {
         #expect(statsRow(try daemon.stats(), model: "iPhone17,1", language: "en-US")?["samples"] == .number(3))
     }
 
-    @Test func concurrentDuplicatesInOneGroupCommitCountOnce() throws {
-        let daemon = try TestDaemon().start()
+    @Test func concurrentDuplicatesInOneGroupCommitCountOnce() async throws {
+        let daemon = try InProcessApp()
         let body = gzip(batchBody(samples: shows(2, height: 336)))
-        let statuses = ConcurrentResults<Int>()
-        DispatchQueue.concurrentPerform(iterations: 16) { _ in
-            statuses.append((try? daemon.post(body, encoding: "gzip").status) ?? -1)
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<16 { group.addTask { (try? await daemon.post(body, encoding: "gzip").status) ?? -1 } }
+            return await group.reduce(into: [Int]()) { $0.append($1) }
         }
-        #expect(statuses.values.filter { $0 == 202 }.count == 1)
-        #expect(statuses.values.filter { $0 == 200 }.count == 15)
+        #expect(statuses.filter { $0 == 202 }.count == 1)
+        #expect(statuses.filter { $0 == 200 }.count == 15)
         #expect(statsRow(try daemon.stats(), model: "iPhone17,1", language: "en-US")?["samples"] == .number(2))
     }
 

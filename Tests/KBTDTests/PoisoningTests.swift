@@ -2,21 +2,20 @@ import Foundation
 import KBTDCore
 import Testing
 
-@Suite("Poisoning defence against the live daemon")
+@Suite("Poisoning defence, answered in-process")
 struct PoisoningTests {
     /// An honest fleet arrives through the trusted Unix socket; one address on
     /// TCP then posts 100,000 samples of 999 pt. No served height may move.
-    @Test func oneAddressCannotMoveAServedHeight() throws {
-        let daemon = try TestDaemon(environment: [
+    @Test func oneAddressCannotMoveAServedHeight() async throws {
+        let daemon = try InProcessApp(environment: [
             "KBTD_TRUSTED_PEERS": "unix", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
-        ]).start()
-        let honest = try HTTPTestConnection(.unix(path: daemon.unixSocket))
+        ])
         for model in ["iPhone17,1", "iPhone15,2", "iPhone13,2"] {
             for _ in 0..<10 {
                 var samples = shows(8, height: 336) + shows(2, height: 291)  // bar mostly, some no-bar first shows
                 if model != "iPhone17,1" { samples += shows(10, height: 344, language: "ja-JP") }
-                let response = try honest.request("POST", "/v1/batches", headers: [("Content-Encoding", "gzip")],
-                                                  body: gzip(batchBody(model: model, samples: samples)))
+                let response = try await daemon.request(.post, "/v1/batches", headers: [("Content-Encoding", "gzip")],
+                                                        body: gzip(batchBody(model: model, samples: samples)), from: "unix")
                 #expect(response.status == 202)
             }
         }
@@ -27,7 +26,8 @@ struct PoisoningTests {
             "model=iPhone15,2&language=en-US",
             "model=iPhone99,1&language=en-US",  // unknown model: default
         ]
-        let before = try queries.map { try daemon.get("/v1/height?" + $0).json }
+        var before: [JSONValue?] = []
+        for query in queries { before.append(try await daemon.get("/v1/height?" + query).json) }
         #expect(before[0]?["basis"] == .string("model+os+language") && before[0]?["height"] == .number(336))
         #expect(before[2]?["basis"] == .string("model"))
         #expect(before[4]?["basis"] == .string("default"))
@@ -38,7 +38,7 @@ struct PoisoningTests {
         var limited = 0
         for round in 0..<100 {
             let (model, language) = [("iPhone17,1", "en-US"), ("iPhone17,1", "fr-FR"), ("iPhone99,1", "en-US")][round % 3]
-            let response = try daemon.post(gzip(batchBody(model: model, samples: shows(1_000, height: 999, language: language))),
+            let response = try await daemon.post(gzip(batchBody(model: model, samples: shows(1_000, height: 999, language: language))),
                                            encoding: "gzip")
             #expect(response.status == 202 || response.status == 429)
             if response.status == 202 { accepted += response.json?["accepted"]?.double.map(Int.init) ?? 0 }
@@ -46,7 +46,8 @@ struct PoisoningTests {
         }
         #expect(accepted >= 50_000, "the attacker's samples are stored and counted (\(accepted))")
 
-        let after = try queries.map { try daemon.get("/v1/height?" + $0).json }
+        var after: [JSONValue?] = []
+        for query in queries { after.append(try await daemon.get("/v1/height?" + query).json) }
         for (query, (old, new)) in zip(queries, zip(before, after)) {
             #expect(new?["height"] == old?["height"], "\(query): \(old?["height"] as Any) -> \(new?["height"] as Any)")
             #expect(new?["basis"] == old?["basis"], "\(query)")

@@ -28,25 +28,23 @@ public struct DashboardFilter: Sendable, Equatable {
 
     /// Parses the query parameters with the rules of ingest (`parameter` looks one up by name);
     /// an empty value means "all". A bad value is an error naming the field.
-    public static func parse(_ parameter: (String) -> String?) -> Result<DashboardFilter, BatchError> {
+    public static func parse(_ parameter: (String) -> String?) throws(FieldError) -> DashboardFilter {
         var filter = DashboardFilter()
         if let model = parameter("model"), !model.isEmpty {
-            if let problem = BatchValidator.modelProblem(model) { return .failure(BatchError(field: "model", reason: problem)) }
+            if let problem = BatchValidator.modelProblem(model) { throw FieldError(field: "model", reason: problem) }
             filter.model = model
         }
         if let os = parameter("os"), !os.isEmpty {
             guard let major = BatchValidator.osMajor(os) else {
-                return .failure(BatchError(field: "os", reason: "must be an OS major version like 26 (or 26.1)"))
+                throw FieldError(field: "os", reason: "must be an OS major version like 26 (or 26.1)")
             }
             filter.osMajor = major
         }
         if let language = parameter("language"), !language.isEmpty {
-            if let problem = BatchValidator.languageProblem(language) {
-                return .failure(BatchError(field: "language", reason: problem))
-            }
+            if let problem = BatchValidator.languageProblem(language) { throw FieldError(field: "language", reason: problem) }
             filter.language = language
         }
-        return .success(filter)
+        return filter
     }
 
     func matches(_ key: SeriesKey) -> Bool {

@@ -40,7 +40,7 @@ final class ClientRateLimiter: Sendable {
         return state.withLock { state -> Int? in
             guard state.rate > 0 else { return nil }
             if context.isLocalPeer && !state.limitLocalPeers { return nil }
-            let key = Self.clientKey(context.remoteAddress)
+            let key = context.clientNetwork
             var bucket = state.buckets[key] ?? TokenBucket(rate: state.rate, burst: state.burst, now: now)
             let wait = bucket.take(now: now)
             state.buckets[key] = bucket
@@ -49,31 +49,5 @@ final class ClientRateLimiter: Sendable {
             }
             return wait.map { max(1, Int($0.rounded(.up))) }
         }
-    }
-
-    static func clientKey(_ address: SocketAddress?) -> String {
-        switch address {
-        case .v4(let v4)?: return v4.host
-        case .v6(let v6)?:
-            let host = v6.host.lowercased()
-            if host.hasPrefix("::ffff:"), host.contains(".") { return String(host.dropFirst(7)) }
-            return ipv6Prefix64(host)
-        case .unixDomainSocket?: return "unix"
-        case nil: return "unknown"
-        }
-    }
-
-    /// The first four hextets of an IPv6 address, expanding `::`.
-    static func ipv6Prefix64(_ host: String) -> String {
-        let parts = host.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-        var groups: [String] = []
-        if let gap = parts.firstIndex(of: ""), host.contains("::") {
-            let head = parts[..<gap].filter { !$0.isEmpty }
-            let tail = parts[(gap + 1)...].filter { !$0.isEmpty }
-            groups = head + Array(repeating: "0", count: max(0, 8 - head.count - tail.count)) + tail
-        } else {
-            groups = parts
-        }
-        return groups.prefix(4).joined(separator: ":") + "::/64"
     }
 }

@@ -40,7 +40,7 @@ final class ConnectionLimiter: Sendable {
             if admitted { channel.closeFuture.whenComplete { [self] _ in state.withLock { $0.unix -= 1 } } }
             return admitted
         }
-        let client = ClientRateLimiter.clientKey(address)
+        let client = ClientNetwork.of(address)
         let admitted = state.withLock { state -> Bool in
             let mine = state.byClient[client, default: 0]
             guard state.tcp < state.maximum, mine < state.perClient else { return false }

@@ -103,16 +103,15 @@ public struct CannotListen: Error, CustomStringConvertible, Sendable {
 struct ConnectionLimitReached: Error {}
 
 extension HTTP1Channel {
-    /// An HTTP/1.1 channel that answers with `responder` (a Hummingbird router),
-    /// adding the `Date` header Hummingbird's `Application` would add.
-    static func serving<R: HTTPResponder>(_ responder: R, limits: ServerSettings.Limits, logger: Logger,
-                                          metrics: ServerMetrics) -> HTTP1Channel
-    where R.Context == KBTDRequestContext {
+    /// An HTTP/1.1 channel that answers with `app`, adding the `Date` header
+    /// Hummingbird's `Application` would add.
+    static func serving(_ app: KBTDApp, limits: ServerSettings.Limits, logger: Logger) -> HTTP1Channel {
         let header = TimeAmount.seconds(Int64(limits.headerTimeoutSeconds))
         let body = TimeAmount.seconds(Int64(limits.bodyTimeoutSeconds))
         let idle = TimeAmount.seconds(Int64(limits.idleTimeoutSeconds))
         var configuration = HTTP1Channel.Configuration(idleTimeout: idle)
         // Added after Hummingbird's codec: sees request heads and ends, enforces the slowloris deadlines.
+        let metrics = app.metrics
         configuration.additionalChannelHandlers = {
             [MalformedRequestHandler(metrics: metrics),
              RequestDeadlineHandler(headerTimeout: header, bodyTimeout: body, idleTimeout: idle)]
@@ -120,17 +119,8 @@ extension HTTP1Channel {
         let dates = HTTPDate()
         return HTTP1Channel(
             responder: { request, writer, channel in
-                let context = KBTDRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
-                var response: Response
-                do {
-                    response = try await responder.respond(to: request, context: context)
-                } catch let error as any HTTPResponseError {
-                    // EveryResponseMiddleware answers router errors; this is the backstop.
-                    response = JSONResponse.error(error.status, "error", detail: "\(error.status.code) \(error.status.reasonPhrase)")
-                } catch {
-                    logger.error("unhandled error answering \(request.method) \(request.uri.path): \(error)")
-                    response = JSONResponse.error(.internalServerError, "internal error", detail: "see the daemon's log")
-                }
+                let context = KBTDRequestContext(source: KBTDRequestSource(logger: logger, remoteAddress: channel.remoteAddress))
+                var response = await app.respond(to: request, context: context)
                 response.headers[.date] = dates.now()
                 try await writer.write(response: response.head, body: response.body)
             },

@@ -32,9 +32,14 @@ public struct JournalLogHandler: LogHandler {
         self.toJournal = toJournal
     }
 
+    /// Set on one logger, it applies to that logger (and its copies) only, as
+    /// swift-log expects of a handler; unset, the daemon-wide level (`control`,
+    /// which SIGHUP changes) applies.
+    private var ownLevel: Logger.Level?
+
     public var logLevel: Logger.Level {
-        get { control.current }
-        set { control.current = newValue }
+        get { ownLevel ?? control.current }
+        set { ownLevel = newValue }
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -71,17 +76,13 @@ public struct JournalLogHandler: LogHandler {
         text.replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r")
     }
 
+    /// ISO 8601 in UTC with milliseconds, for lines that do not go to the journal.
     static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        var parts = tm()
-        var seconds = now.tv_sec
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int = 2) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(parts.tm_year + 1900)-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday))T\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec)).\(pad(Int32(now.tv_nsec / 1_000_000), 3))Z"
+        let parts = UTCTime(seconds: Int(now.tv_sec)).parts
+        let pad = UTCTime.padded
+        return "\(parts.tm_year + 1900)-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(now.tv_nsec / 1_000_000), 3))Z"
     }
 
     /// True when `JOURNAL_STREAM` (`device:inode`) matches stderr, as systemd.exec(5) describes.

@@ -6,26 +6,26 @@ import Testing
 @Suite("Dashboard route, report command and 405")
 struct DashboardRouteTests {
     /// Batches from two sources (trusted loopback) for one key, with cold starts, then a few height questions.
-    static func feed(_ daemon: TestDaemon) throws {
+    static func feed(_ daemon: InProcessApp) async throws {
         var samples = shows(25, height: 346, language: "ja-JP") + shows(3, height: 302, language: "ja-JP")
         for i in 0..<8 { samples.append(TestSample(language: "ja-JP", height: 346, coldStartMs: 500 + Double(i * 40), preloaded: false)) }
         for i in 0..<8 { samples.append(TestSample(language: "ja-JP", height: 346, coldStartMs: 30 + Double(i), preloaded: true)) }
-        #expect(try daemon.post(batchBody(samples: samples)).status == 202)
-        #expect(try daemon.post(batchBody(model: "iPhone16,2", samples: shows(5, height: 336))).status == 202)
+        #expect(try await daemon.post(batchBody(samples: samples)).status == 202)
+        #expect(try await daemon.post(batchBody(model: "iPhone16,2", samples: shows(5, height: 336))).status == 202)
     }
 
-    @Test func servesThePageWithItsPolicyAndCountsAnswersByBasis() throws {
-        let daemon = try TestDaemon().start()
-        try Self.feed(daemon)
-        #expect(try daemon.get("/v1/height?model=iPhone17,1&language=ja-JP").json?["basis"] == .string("model+language"))
-        #expect(try daemon.get("/v1/height?model=iPhone17,1&language=ja-JP&os=26.1").json?["basis"] == .string("model+os+language"))
-        #expect(try daemon.get("/v1/height?model=iPhone9,9&language=en-US").json?["basis"] == .string("default"))
+    @Test func servesThePageWithItsPolicyAndCountsAnswersByBasis() async throws {
+        let daemon = try InProcessApp()
+        try await Self.feed(daemon)
+        #expect(try await daemon.get("/v1/height?model=iPhone17,1&language=ja-JP").json?["basis"] == .string("model+language"))
+        #expect(try await daemon.get("/v1/height?model=iPhone17,1&language=ja-JP&os=26.1").json?["basis"] == .string("model+os+language"))
+        #expect(try await daemon.get("/v1/height?model=iPhone9,9&language=en-US").json?["basis"] == .string("default"))
 
-        let all = try daemon.get("/v1/heights?model=iPhone17,1").json
+        let all = try await daemon.get("/v1/heights?model=iPhone17,1").json
         let estimateBases = all?["estimates"]?.array?.compactMap { $0["basis"]?.string } ?? []
         #expect(!estimateBases.isEmpty)
 
-        let page = try daemon.get("/dashboard?model=iPhone17,1")
+        let page = try await daemon.get("/dashboard?model=iPhone17,1")
         #expect(page.status == 200 && page.header("Content-Type") == "text/html; charset=utf-8")
         #expect(page.header("Content-Security-Policy") == DashboardPage.contentSecurityPolicy)
         let html = page.text
@@ -40,21 +40,21 @@ struct DashboardRouteTests {
             #expect(Int(tag["data-count"] ?? "") == expected[tag["data-basis"] ?? ""] ?? 0, "\(tag)")
         }
         // The same counters on /metrics.
-        let metrics = try daemon.get("/metrics").text
+        let metrics = try await daemon.get("/metrics").text
         #expect(metrics.contains("kbtd_height_answers_total{route=\"/v1/height\",basis=\"default\"} 1"))
         // Hourly ingest: both batches, every accepted sample.
         let hours = htmlTags(html, "<rect class=\"hour\"")
         #expect(hours.compactMap { Int($0["data-samples"] ?? "") }.reduce(0, +) == 49)
         #expect(hours.compactMap { Int($0["data-batches"] ?? "") }.reduce(0, +) == 2)
 
-        let bad = try daemon.get("/dashboard?os=twenty")
+        let bad = try await daemon.get("/dashboard?os=twenty")
         #expect(bad.status == 400 && bad.json?["field"] == .string("os"))
     }
 
-    @Test func reportWritesTheSamePageFromTheDatabase() throws {
-        let daemon = try TestDaemon().start()
-        try Self.feed(daemon)
-        let live = try daemon.get("/dashboard?model=iPhone17,1").text
+    @Test func reportWritesTheSamePageFromTheDatabase() async throws {
+        let daemon = try InProcessApp()
+        try await Self.feed(daemon)
+        let live = try await daemon.get("/dashboard?model=iPhone17,1").text
         let file = daemon.directory.appendingPathComponent("report.html").path
         let result = try runKBTD(["report", "--html", file, "--database", daemon.database, "--model", "iPhone17,1"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -73,24 +73,24 @@ struct DashboardRouteTests {
         #expect(unwritable.status == 73 && unwritable.stderr.contains("--html /nonexistent/dir/r.html"))
     }
 
-    @Test func aKnownPathWithTheWrongMethodIs405WithAllow() throws {
-        let daemon = try TestDaemon().start()
+    @Test func aKnownPathWithTheWrongMethodIs405WithAllow() async throws {
+        let daemon = try InProcessApp()
         let routes: [(String, String)] = [
             ("/v1/batches", "POST"), ("/v1/height", "GET"), ("/v1/heights", "GET"), ("/v1/stats", "GET"),
             ("/healthz", "GET"), ("/metrics", "GET"), ("/dashboard", "GET"),
         ]
         for (path, method) in routes {
             for wrong in ["GET", "POST", "PUT", "DELETE", "PATCH"] where wrong != method {
-                let response = try daemon.connection().request(wrong, path, body: wrong == "GET" ? [] : Array("{}".utf8))
+                let response = try await daemon.request(wrong, path, body: wrong == "GET" ? [] : Array("{}".utf8))
                 #expect(response.status == 405, "\(wrong) \(path)")
                 // HEAD is answered wherever GET is.
                 #expect(response.header("Allow") == (method == "GET" ? "GET, HEAD" : method), "\(wrong) \(path)")
                 #expect(response.json?["error"] == .string("method not allowed"))
             }
             // The right method reaches the route (no 404 and no 405).
-            let right = try daemon.connection().request(method, path, body: method == "POST" ? Array("{}".utf8) : [])
+            let right = try await daemon.request(method, path, body: method == "POST" ? Array("{}".utf8) : [])
             #expect(right.status != 404 && right.status != 405, "\(method) \(path): \(right.status)")
         }
-        #expect(try daemon.connection().request("DELETE", "/nowhere").status == 404)
+        #expect(try await daemon.request("DELETE", "/nowhere").status == 404)
     }
 }

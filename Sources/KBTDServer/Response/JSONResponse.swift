@@ -23,4 +23,9 @@ enum JSONResponse {
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         return make(status, .object(members), headers: headers)
     }
+
+    /// A 400 for a value that breaks a rule: the same `detail` and `field` on every route.
+    static func invalid(_ error: FieldError, _ title: String) -> Response {
+        self.error(.badRequest, title, detail: error.description, field: error.field)
+    }
 }

@@ -6,9 +6,9 @@ import KBTDStore
 
 /// What `/healthz`, `/metrics`, `/v1/stats` and `/dashboard` add or read
 /// differently when the store is PostgreSQL.
-extension OperationsHandlers {
+extension OperationsRoutes {
     /// Sets the PostgreSQL parts (nil for an SQLite file: nothing changes).
-    func on(postgres: PostgresNode?, catchUp: IndexCatchUp?) -> OperationsHandlers {
+    func on(postgres: PostgresNode?, catchUp: IndexCatchUp?) -> OperationsRoutes {
         var copy = self
         copy.postgres = postgres
         copy.catchUp = catchUp

@@ -5,16 +5,16 @@ import KBTDPostgres
 import KBTDStore
 import NIOPosix
 
-/// `/healthz`, `/metrics`, `/v1/stats` (and `/dashboard`, beside). The last ones answer only local peers
-/// (loopback, the Unix socket) unless the admin token is presented.
-struct OperationsHandlers: Sendable {
+/// `/healthz`, `/metrics` and `/v1/stats` (`/dashboard` is beside). The last
+/// two sit behind `AdminAccessMiddleware`.
+struct OperationsRoutes: Sendable {
     let writer: GroupCommitWriter
     let settings: SettingsBox
     let metrics: ServerMetrics
     let databasePath: String
     /// Brings the gauges `/metrics` shows up to date.
     let refreshGauges: @Sendable () -> Void
-    /// Set when the database is PostgreSQL (see OperationsHandlers+Postgres.swift).
+    /// Set when the database is PostgreSQL (see OperationsRoutes+Postgres.swift).
     var postgres: PostgresNode? = nil
     var catchUp: IndexCatchUp? = nil
 
@@ -38,7 +38,6 @@ struct OperationsHandlers: Sendable {
     }
 
     func prometheus(_ request: Request, context: KBTDRequestContext) -> Response {
-        if let denied = authorize(request, context) { return denied }
         metrics.queueDepth.set(Double(writer.queueDepth))
         refreshGauges()
         metrics.queueCapacity.set(Double(writer.capacity))
@@ -51,33 +50,27 @@ struct OperationsHandlers: Sendable {
     static let maxStatsRows = 10_000
 
     func stats(_ request: Request, context: KBTDRequestContext) async -> Response {
-        if let denied = authorize(request, context) { return denied }
         let parameters = request.uri.queryParameters
-        var limit = 1_000
-        if let text = parameters["limit"] {
-            guard let value = Int(text), (1...Self.maxStatsRows).contains(value) else {
-                return JSONResponse.error(.badRequest, "invalid query", detail: "limit: must be an integer in 1...\(Self.maxStatsRows)",
-                                          field: "limit")
+        let filter: StatsFilter, after: SeriesKey?, limit: Int
+        do throws(FieldError) {
+            limit = try parameters["limit"].map { text throws(FieldError) in
+                guard let value = Int(text), (1...Self.maxStatsRows).contains(value) else {
+                    throw FieldError(field: "limit", reason: "must be an integer in 1...\(Self.maxStatsRows)")
+                }
+                return value
+            } ?? 1_000
+            after = try parameters["after"].map { text throws(FieldError) in
+                guard let cursor = Self.cursor(String(text)) else {
+                    throw FieldError(field: "after", reason: "must be the next value of a previous answer")
+                }
+                return cursor
             }
-            limit = value
-        }
-        var after: SeriesKey?
-        if let text = parameters["after"] {
-            guard let cursor = Self.cursor(String(text)) else {
-                return JSONResponse.error(.badRequest, "invalid query", detail: "after: must be the next value of a previous answer",
-                                          field: "after")
-            }
-            after = cursor
-        }
-        var osMajor: Int?
-        if let os = parameters["os"] {
-            guard let major = BatchValidator.osMajor(String(os)) else {
-                return JSONResponse.error(.badRequest, "invalid query", detail: "os: must be a dotted version like 26.1", field: "os")
-            }
-            osMajor = major
-        }
-        let filter = StatsFilter(model: parameters["model"].map(String.init), language: parameters["language"].map(String.init),
+            let osMajor = try parameters["os"].map { text throws(FieldError) in try HeightQuery.osMajor(String(text)) }
+            filter = StatsFilter(model: parameters["model"].map(String.init), language: parameters["language"].map(String.init),
                                  osMajor: osMajor)
+        } catch {
+            return JSONResponse.invalid(error, "invalid query")
+        }
         let openReader = readerFactory
         let (cursor, pageLimit) = (after, limit)
         do {
@@ -97,6 +90,7 @@ struct OperationsHandlers: Sendable {
             }
             return JSONResponse.bytes(.ok, Array(body.utf8))
         } catch {
+            context.logger.error("stats: cannot read \(loggableDatabase(databasePath)): \(error)")
             return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "the database cannot be read; see the daemon's log",
                                       retryAfter: settings.current.limits.retryAfterSeconds)
         }
@@ -116,31 +110,4 @@ struct OperationsHandlers: Sendable {
               let orientation = Orientation(rawValue: parts[3]), KeyboardTypes.all.contains(parts[4]) else { return nil }
         return SeriesKey(model: parts[0], osMajor: major, language: parts[2], orientation: orientation, keyboardType: parts[4])
     }
-
-    func authorize(_ request: Request, _ context: KBTDRequestContext) -> Response? {
-        if context.isLocalPeer { return nil }
-        if let token = settings.current.adminToken, bearerMatches(request, anyOf: [token]) { return nil }
-        return JSONResponse.error(.forbidden, "forbidden",
-                                  detail: "this endpoint answers only on loopback and the Unix socket, or with the admin token")
-    }
-}
-
-/// Whether `Authorization: Bearer X` carries one of `tokens` (the scheme is
-/// case-insensitive, RFC 7235). Every token is compared in constant time.
-func bearerMatches(_ request: Request, anyOf tokens: [String]) -> Bool {
-    guard let header = request.headers[.authorization], header.count > 7,
-          header.prefix(7).lowercased() == "bearer " else { return false }
-    let presented = Array(header.utf8.dropFirst(7))
-    var match = false
-    for token in tokens where constantTimeEqual(presented, Array(token.utf8)) { match = true }
-    return match
-}
-
-/// Compares secrets without an early exit, so timing does not leak a prefix.
-func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    var difference = UInt8(a.count == b.count ? 0 : 1)
-    for i in 0..<max(a.count, b.count) {
-        difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
-    }
-    return difference == 0
 }

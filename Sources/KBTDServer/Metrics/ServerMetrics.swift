@@ -69,8 +69,10 @@ public final class ServerMetrics: Sendable {
         }.increment()
     }
 
-    func batch(_ outcome: String) {
-        counter("b|\(outcome)") { registry.makeCounter(descriptor: Self.batches, labels: [("outcome", outcome)]) }.increment()
+    func batch(_ outcome: BatchOutcome) {
+        counter("b|\(outcome.rawValue)") {
+            registry.makeCounter(descriptor: Self.batches, labels: [("outcome", outcome.rawValue)])
+        }.increment()
     }
 
     func heightAnswer(basis: EstimateBasis) {

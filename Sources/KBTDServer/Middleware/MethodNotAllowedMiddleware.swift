@@ -23,19 +23,3 @@ struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddleware {
                                   headers: [.allow: allow])
     }
 }
-
-/// Every route kbtd serves and its methods, as `Daemon.run` registers them and
-/// openapi.yaml documents them (MethodNotAllowedTests checks each entry against
-/// the live router).
-enum KBTDRoutes {
-    /// HEAD is answered wherever GET is (the router generates it).
-    static let methods: [String: [HTTPRequest.Method]] = [
-        "/v1/batches": [.post],
-        "/v1/height": [.get, .head],
-        "/v1/heights": [.get, .head],
-        "/v1/stats": [.get, .head],
-        "/healthz": [.get, .head],
-        "/metrics": [.get, .head],
-        "/dashboard": [.get, .head],
-    ]
-}

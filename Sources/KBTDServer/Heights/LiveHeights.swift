@@ -20,7 +20,7 @@ struct CachedAnswer: Sendable {
 /// only supported estimates), the cache lock only for a lookup or an insert.
 /// Serialising an answer happens outside both, so one expensive answer never
 /// holds up the writer or another request for long.
-final class HeightService: Sendable {
+final class LiveHeights: Sendable {
     private struct Model {
         var index: HeightIndex
         var estimator: HeightEstimator

@@ -1,12 +1,12 @@
 /// A token bucket: `rate` tokens per second up to `burst`. Time is passed in
 /// (seconds on any monotonic clock), so the arithmetic is testable without waiting.
-public struct TokenBucket: Sendable, Equatable {
-    public var rate: Double
-    public var burst: Double
-    public private(set) var tokens: Double
-    public private(set) var updated: Double
+struct TokenBucket: Sendable, Equatable {
+    var rate: Double
+    var burst: Double
+    private(set) var tokens: Double
+    private(set) var updated: Double
 
-    public init(rate: Double, burst: Double, now: Double) {
+    init(rate: Double, burst: Double, now: Double) {
         self.rate = rate
         self.burst = burst
         self.tokens = burst
@@ -15,7 +15,7 @@ public struct TokenBucket: Sendable, Equatable {
 
     /// Takes one token if there is one. Otherwise returns the seconds until
     /// one will be there (for `Retry-After`).
-    public mutating func take(now: Double) -> Double? {
+    mutating func take(now: Double) -> Double? {
         refill(now: now)
         if tokens >= 1 {
             tokens -= 1
@@ -25,7 +25,7 @@ public struct TokenBucket: Sendable, Equatable {
     }
 
     /// True when the bucket is full again, so forgetting it loses nothing.
-    public func isFull(now: Double) -> Bool {
+    func isFull(now: Double) -> Bool {
         tokens + max(0, now - updated) * rate >= burst
     }
 

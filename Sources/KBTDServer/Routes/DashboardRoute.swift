@@ -7,20 +7,19 @@ import NIOPosix
 
 /// `GET /dashboard`: the charts page (`DashboardPage`), drawn from the
 /// database (read-only, like `/v1/stats`), the live height index's estimates
-/// and the answers-by-basis counters. Same access rule as `/v1/stats`.
-struct DashboardHandler: Sendable {
-    let operations: OperationsHandlers
-    let heights: HeightService
+/// and the answers-by-basis counters. Behind `AdminAccessMiddleware`, as `/v1/stats`.
+struct DashboardRoute: Sendable {
+    let operations: OperationsRoutes
+    let heights: LiveHeights
     let metrics: ServerMetrics
 
     func page(_ request: Request, context: KBTDRequestContext) async -> Response {
-        if let denied = operations.authorize(request, context) { return denied }
         let parameters = request.uri.queryParameters
         let filter: DashboardFilter
-        switch DashboardFilter.parse({ parameters[Substring($0)].map(String.init) }) {
-        case .success(let parsed): filter = parsed
-        case .failure(let error):
-            return JSONResponse.error(.badRequest, "invalid query", detail: error.description, field: error.field)
+        do {
+            filter = try DashboardFilter.parse { parameters[Substring($0)].map(String.init) }
+        } catch {
+            return JSONResponse.invalid(error, "invalid query")
         }
         let path = operations.databasePath, heights = self.heights, answers = metrics.answersByBasis
         let openReader = operations.readerFactory
@@ -35,7 +34,7 @@ struct DashboardHandler: Sendable {
             }
             return Response(status: .ok, headers: Self.headers, body: .init(byteBuffer: ByteBuffer(string: html)))
         } catch {
-            context.logger.error("dashboard: cannot read \(path): \(error)")
+            context.logger.error("dashboard: cannot read \(loggableDatabase(path)): \(error)")
             return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "the database cannot be read now",
                                       retryAfter: operations.settings.current.limits.retryAfterSeconds)
         }

@@ -1,48 +1,9 @@
 import Hummingbird
 import HummingbirdCore
-import NIOCore
 import KBTDCore
+import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
-
-/// Counts every response in `kbtd_http_requests_total` (route = the API path,
-/// or `other` for unknown paths) and gives router errors (404 and the like) the
-/// same JSON error body as every other answer.
-struct EveryResponseMiddleware: RouterMiddleware {
-    typealias Context = KBTDRequestContext
-    let metrics: ServerMetrics
-
-    static let routes = Set(KBTDRoutes.methods.keys)
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let route = Self.routes.contains(request.uri.path) ? request.uri.path : "other"
-        let response: Response
-        do {
-            response = try await next(request, context)
-        } catch let error as any HTTPResponseError {
-            var answer = JSONResponse.error(error.status, error.status.reasonPhrase.lowercased(),
-                                            detail: Self.detail(error.status, request))
-            if let original = try? error.response(from: request, context: context) {
-                for field in original.headers where field.name != .contentType && field.name != .contentLength {
-                    answer.headers.append(field)
-                }
-            }
-            if request.method == .head { answer = answer.createHeadResponse() }
-            metrics.request(route: route, status: answer.status.code)
-            return answer
-        }
-        metrics.request(route: route, status: response.status.code)
-        return response
-    }
-
-    static func detail(_ status: HTTPResponse.Status, _ request: Request) -> String {
-        switch status {
-        case .notFound: "no such endpoint: \(request.method) \(request.uri.path.prefix(200)) (see the API table in the README)"
-        case .methodNotAllowed: "\(request.method) is not allowed on \(request.uri.path.prefix(200))"
-        default: "\(status.code) \(status.reasonPhrase)"
-        }
-    }
-}
 
 /// A request NIO's parser refused (a 1 MB URI, 200 KB of headers, garbage)
 /// gets a JSON answer before the connection closes, instead of an empty 400.

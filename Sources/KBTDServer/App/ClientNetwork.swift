@@ -1,0 +1,34 @@
+import NIOCore
+
+/// A client's network, the unit every per-client rule counts in (rate limit,
+/// connections per client, the poisoning defence's sources): IPv4 peers by
+/// address, IPv6 peers by their /64 (one phone may rotate through a whole
+/// /64), IPv4-mapped IPv6 as IPv4, the Unix socket as one network.
+enum ClientNetwork {
+    /// The client network of `address`: an IPv4 address, an IPv6 /64, `unix` or `unknown`.
+    static func of(_ address: SocketAddress?) -> String {
+        switch address {
+        case .v4(let v4)?: return v4.host
+        case .v6(let v6)?:
+            let host = v6.host.lowercased()
+            if host.hasPrefix("::ffff:"), host.contains(".") { return String(host.dropFirst(7)) }
+            return ipv6Prefix64(host)
+        case .unixDomainSocket?: return "unix"
+        case nil: return "unknown"
+        }
+    }
+
+    /// The first four hextets of an IPv6 address, expanding `::`.
+    static func ipv6Prefix64(_ host: String) -> String {
+        let parts = host.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        var groups: [String] = []
+        if let gap = parts.firstIndex(of: ""), host.contains("::") {
+            let head = parts[..<gap].filter { !$0.isEmpty }
+            let tail = parts[(gap + 1)...].filter { !$0.isEmpty }
+            groups = head + Array(repeating: "0", count: max(0, 8 - head.count - tail.count)) + tail
+        } else {
+            groups = parts
+        }
+        return groups.prefix(4).joined(separator: ":") + "::/64"
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import KBTDCore
+import KBTDPostgres
+import KBTDStore
+import Logging
+import NIOCore
+
+/// The daemon's parts wired together, apart from the process: the store, the
+/// group-commit writer, the height index, the limits and the router with its
+/// middlewares. `Daemon` binds listeners around it; tests answer requests
+/// in-process through `respond(to:context:)`.
+///
+///     let app = try KBTDApp(settings: settings, logger: logger)
+///     let response = await app.respond(to: request, context: context)
+///     await app.shutdown()
+public final class KBTDApp: Sendable {
+    /// The running settings (replaced by `reload(_:)`).
+    public let settings: SettingsBox
+    let logger: Logger
+    let logLevel: LogLevelControl?
+    let metrics: ServerMetrics
+    let heights: LiveHeights
+    let writer: GroupCommitWriter
+    let rateLimiter: ClientRateLimiter
+    let connections: ConnectionLimiter
+    let sourceWeights: SourceWeights
+    let keyGate: KeyGate
+    let responder: RouterResponder<KBTDRequestContext>
+    /// Held while the app lives: one daemon per database file.
+    private let databaseLock: ExclusiveLock?
+    /// Polls other nodes' commits into the index (PostgreSQL only).
+    let catchUp: IndexCatchUp?
+
+    /// Creates (or migrates) the database, loads the index from it and starts
+    /// the writer thread. A database on a read-only or full file system is
+    /// served read-only (ingest answers 503 until the writer can open it).
+    ///
+    /// - Parameter logLevel: what `reload(_:)` sets the log level through (nil: not changed).
+    ///   - postgres: the node's PostgreSQL side when `database` is a URL (`PostgresNode.open`, done
+    ///     before: it is async); nil for an SQLite file.
+    public init(settings initial: ServerSettings, logger: Logger, logLevel: LogLevelControl? = nil,
+                postgres: PostgresNode? = nil) throws {
+        let path = initial.database
+        let start = ContinuousClock.now
+        let box = SettingsBox(initial)
+        let admission: @Sendable () -> IndexAdmission = {
+            let current = box.current
+            return IndexAdmission(minSources: current.estimator.minSources, maxIndexedKeys: current.maxIndexedKeys)
+        }
+        let fileMode = initial.databaseMode
+        let walLimit = initial.maxWALBytes
+        let openStore: @Sendable () throws -> any TelemetryStore
+        if let postgres {
+            openStore = postgres.storeFactory(admission: admission)
+        } else {
+            openStore = { try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission) }
+        }
+        let keyGate = KeyGate(limits: initial.keys)
+        var index = HeightIndex()
+        var lock: ExclusiveLock?
+        if let postgres {
+            index.apply(postgres.snapshot.counts)
+            keyGate.remember(postgres.keys)
+        } else { do {
+            // Creates and migrates the database; its admitted keys seed the index.
+            try DatabaseFile.prepare(path, mode: fileMode)
+            lock = try ExclusiveLock(path: path, what: "database", mode: fileMode)
+            let store = try openStore()
+            index.apply(try store.loadIndexCounts())
+            try keyGate.remember(everyKeyIn: store)
+        } catch let error as SQLiteError where error.isTransient {
+            // A read-only or full file system under an existing database: serve
+            // what can be read, refuse ingest with 503 until the writer can open it.
+            logger.error("database \(path) is not writable (\(error)); serving read-only until it is")
+            if let store = try? SQLiteTelemetryStore(path: path, access: .readOnly) {
+                if let counts = try? store.loadIndexCounts() { index.apply(counts) }
+                try? keyGate.remember(everyKeyIn: store)
+            }
+        } }
+        logger.info("opened \(postgres.map { "\($0.database.url)" } ?? path): \(index.bySeries.count) keys in the index, \(keyGate.keyCount) stored, loaded in \(ContinuousClock.now - start)")
+
+        let heights = LiveHeights(index: index, settings: initial.estimator)
+        let metrics = ServerMetrics()
+        let upkeep = GroupCommitWriter.Upkeep(
+            retention: initial.batchRetentionDays * 86_400,
+            unconfirmedKeyRetention: initial.unconfirmedKeyRetentionDays * 86_400,
+            walLimitBytes: initial.maxWALBytes,
+            onForget: { keyGate.forget($0) })
+        let writer = GroupCommitWriter(
+            openStore: openStore, capacity: initial.limits.writeQueueCapacity, maxBatchesPerCommit: initial.limits.maxBatchesPerCommit,
+            upkeep: upkeep, logger: logger
+        ) { added, batches, seconds in
+            heights.apply(added)
+            metrics.commitSeconds.record(seconds)
+            metrics.commitBatches.record(Double(batches))
+        }
+        settings = box
+        self.logger = logger
+        self.logLevel = logLevel
+        self.metrics = metrics
+        self.heights = heights
+        self.writer = writer
+        self.keyGate = keyGate
+        databaseLock = lock
+        let rateLimiter = ClientRateLimiter(limits: initial.limits)
+        let sourceWeights = SourceWeights(maxVotesPerSource: initial.maxVotesPerSource,
+                                          maxEntriesPerSource: initial.maxVoteEntriesPerSource)
+        self.rateLimiter = rateLimiter
+        self.sourceWeights = sourceWeights
+        connections = ConnectionLimiter(maximum: initial.limits.maxConnections, perClient: initial.limits.maxConnectionsPerClient)
+        // Other nodes' commits reach this node's index through the catch-up (PostgreSQL only).
+        let catchUp = postgres?.startCatchUp { delta in
+            heights.apply(delta)
+            keyGate.remember(Array(delta.seriesKeys))
+        }
+        self.catchUp = catchUp
+        responder = Self.router(settings: box, metrics: metrics, heights: heights, writer: writer, rateLimiter: rateLimiter,
+                                sourceWeights: sourceWeights, keyGate: keyGate, databasePath: path,
+                                postgres: postgres, catchUp: catchUp).buildResponder()
+    }
+
+    /// The routes of the API table behind the middlewares, outermost first:
+    /// the request log, the request counter (it sees every status), JSON
+    /// bodies for router errors, 405 for a known path's wrong method; then per
+    /// group: ingest's rate limit and token, the operations endpoints' access rule.
+    private static func router(settings: SettingsBox, metrics: ServerMetrics, heights: LiveHeights, writer: GroupCommitWriter,
+                               rateLimiter: ClientRateLimiter, sourceWeights: SourceWeights, keyGate: KeyGate,
+                               databasePath: String, postgres: PostgresNode?, catchUp: IndexCatchUp?) -> Router<KBTDRequestContext> {
+        let router = Router(context: KBTDRequestContext.self, options: .autoGenerateHeadEndpoints)
+        router.add(middleware: LogRequestsMiddleware(.debug))
+        router.add(middleware: MetricsMiddleware(metrics: metrics))
+        router.add(middleware: JSONErrorMiddleware())
+        router.add(middleware: MethodNotAllowedMiddleware(KBTDRoutes.methods))
+
+        let ingest = IngestRoute(writer: writer, settings: settings, metrics: metrics, sourceWeights: sourceWeights, keyGate: keyGate)
+        router.group()
+            .add(middleware: RateLimitMiddleware(limiter: rateLimiter, metrics: metrics))
+            .add(middleware: IngestAuthMiddleware(settings: settings, metrics: metrics))
+            .post("/v1/batches", use: ingest.handle)
+
+        let heightHandlers = HeightRoutes(heights: heights, settings: settings, metrics: metrics)
+        router.get("/v1/height", use: heightHandlers.height)
+        router.get("/v1/heights", use: heightHandlers.allHeights)
+
+        let operations = OperationsRoutes(writer: writer, settings: settings, metrics: metrics, databasePath: databasePath) {
+            metrics.walBytes.set(Double(writer.walBytes))
+            metrics.indexedKeys.set(Double(heights.keyCount))
+            metrics.storedKeys.set(Double(keyGate.keyCount))
+            metrics.refusedVotes.set(Double(sourceWeights.ledger.refusedVotes))
+        }.on(postgres: postgres, catchUp: catchUp)
+        router.get("/healthz", use: operations.health)
+        router.group()
+            .add(middleware: AdminAccessMiddleware(settings: settings))
+            .get("/metrics", use: operations.prometheus)
+            .get("/v1/stats", use: operations.stats)
+            .get("/dashboard", use: DashboardRoute(operations: operations, heights: heights, metrics: metrics).page)
+        return router
+    }
+
+    /// Answers one request. Never throws: the middlewares answer router errors,
+    /// and anything else is a 500 whose cause goes to the log, not the client.
+    public func respond(to request: Request, context: KBTDRequestContext) async -> Response {
+        do {
+            return try await responder.respond(to: request, context: context)
+        } catch let error as any HTTPResponseError {
+            // JSONErrorMiddleware answers router errors; this is the backstop.
+            return JSONResponse.error(error.status, "error", detail: "\(error.status.code) \(error.status.reasonPhrase)")
+        } catch {
+            logger.error("unhandled error answering \(request.method) \(request.uri.path): \(error)")
+            return JSONResponse.error(.internalServerError, "internal error", detail: "see the daemon's log")
+        }
+    }
+
+    /// Applies a reloaded configuration (SIGHUP): every `reloadable` setting
+    /// changes at once; for the others the log says a restart is needed.
+    public func reload(_ new: ServerSettings) {
+        let old = settings.current
+        var next = new
+        for key in Setting.changedRestartOnly(from: old, to: new) {
+            logger.warning("\(key) changed in the configuration; it takes effect after a restart")
+        }
+        next.listen = old.listen
+        next.unixSocket = old.unixSocket
+        next.database = old.database
+        settings.replace(next)
+        heights.update(settings: next.estimator)
+        writer.capacity = next.limits.writeQueueCapacity
+        logLevel?.current = next.logLevel
+        rateLimiter.update(next.limits)
+        sourceWeights.update(maxVotesPerSource: next.maxVotesPerSource, maxEntriesPerSource: next.maxVoteEntriesPerSource)
+        connections.setLimits(maximum: next.limits.maxConnections, perClient: next.limits.maxConnectionsPerClient)
+        keyGate.update(next.keys)
+    }
+
+    /// Stops taking batches and commits everything queued. The writer's
+    /// shutdown blocks until its thread ends, so it runs on a thread of its
+    /// own, never on the cooperative pool (two threads here: a blocked one
+    /// stalls half of every other task).
+    public func shutdown() async {
+        let writer = self.writer
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                writer.shutdown()
+                done.resume()
+            }
+        }
+    }
+
+    /// What systemd's `STATUS=` shows.
+    var status: String {
+        let totals = writer.totals
+        return "serving: \(totals.stored) batches stored, \(totals.duplicates) duplicates, queue \(writer.queueDepth)"
+    }
+}

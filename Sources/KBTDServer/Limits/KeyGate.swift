@@ -1,0 +1,81 @@
+import KBTDCore
+import KBTDStore
+import Synchronization
+
+/// The shared `KeyAdmission`: which samples may create new aggregation keys.
+final class KeyGate: Sendable {
+    private let admission: Mutex<KeyAdmission>
+
+    init(limits: KeyLimits) {
+        admission = Mutex(KeyAdmission(limits: limits))
+    }
+
+    func update(_ limits: KeyLimits) { admission.withLock { $0.limits = limits } }
+
+    func remember(_ keys: [SeriesKey]) { admission.withLock { for key in keys { $0.remember(key) } } }
+
+    /// Remembers every key `store` holds (start-up), taking the lock once per 10,000 keys, not per key.
+    func remember(everyKeyIn store: any TelemetryStore) throws {
+        var batch: [SeriesKey] = []
+        batch.reserveCapacity(10_000)
+        try store.forEachKey { key in
+            batch.append(key)
+            if batch.count == 10_000 {
+                remember(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        remember(batch)
+    }
+
+    func forget(_ keys: [SeriesKey]) { admission.withLock { for key in keys { $0.forget(key) } } }
+
+    var keyCount: Int { admission.withLock { $0.keyCount } }
+
+    /// Removes the samples whose key may not be created from `batch`, adding
+    /// each to its `rejected` list with field `key`; returns the refusals by kind.
+    func screen(_ batch: inout ValidatedBatch, source: SourceID, now: Double) -> [KeyRefusal: Int] {
+        var refusals: [KeyRefusal: Int] = [:]
+        admission.withLock { admission in
+            var decisions: [SeriesKey: KeyRefusal?] = [:]
+            var kept: [Sample] = []
+            kept.reserveCapacity(batch.samples.count)
+            var rejected: [SampleError] = []
+            // Accepted samples fill the indices the validator did not reject, in order.
+            var faults = batch.rejected.makeIterator()
+            var nextFault = faults.next()
+            var index = 0
+            for sample in batch.samples {
+                while let fault = nextFault, fault.index == index {
+                    rejected.append(fault)
+                    nextFault = faults.next()
+                    index += 1
+                }
+                let key = SeriesKey(model: batch.device.model, osMajor: batch.device.osMajor, language: sample.language,
+                                    orientation: sample.orientation, keyboardType: sample.keyboardType)
+                let decision: KeyRefusal?
+                if let known = decisions[key] {
+                    decision = known
+                } else {
+                    decision = admission.admit(key, source: source, now: now)
+                    decisions[key] = decision
+                }
+                if let refusal = decision {
+                    refusals[refusal, default: 0] += 1
+                    rejected.append(SampleError(index: index, field: "key", reason: refusal.reason(admission.limits)))
+                } else {
+                    kept.append(sample)
+                }
+                index += 1
+            }
+            while let fault = nextFault {
+                rejected.append(fault)
+                nextFault = faults.next()
+            }
+            guard !refusals.isEmpty else { return }
+            batch.samples = kept
+            batch.rejected = rejected
+        }
+        return refusals
+    }
+}

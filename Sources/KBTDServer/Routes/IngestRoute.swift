@@ -1,0 +1,146 @@
+import Foundation
+import Hummingbird
+import KBTDCompression
+import KBTDCore
+import KBTDStore
+
+/// `POST /v1/batches` (behind `RateLimitMiddleware` and `IngestAuthMiddleware`):
+/// check the headers, inflate while the body streams in (caps enforced as
+/// bytes arrive), validate, reduce to counts, and answer only once the writer
+/// has committed the batch.
+struct IngestRoute: Sendable {
+    let writer: GroupCommitWriter
+    let settings: SettingsBox
+    let metrics: ServerMetrics
+    let sourceWeights: SourceWeights
+    let keyGate: KeyGate
+
+    func handle(_ request: Request, context: KBTDRequestContext) async -> Response {
+        let current = settings.current
+        let limits = current.limits
+        let json: [UInt8]
+        do {
+            json = try await Self.readJSON(request, limits: limits)
+        } catch {
+            metrics.batch(.rejected)
+            return JSONResponse.error(error.status, error.error, detail: error.detail, field: error.field)
+        }
+
+        let validator = BatchValidator(maxSamples: limits.maxSamplesPerBatch)
+        let now = Date().timeIntervalSince1970
+        var batch: ValidatedBatch
+        do {
+            batch = try validator.validate(json: json, now: now)
+        } catch {
+            metrics.batch(.rejected)
+            return JSONResponse.invalid(error, "invalid batch")
+        }
+        let source = SourceWeights.source(of: context, trusted: current.trustedPeers)
+        for (refusal, count) in keyGate.screen(&batch, source: source, now: now) {
+            metrics.keysRefused(refusal, count: count)
+        }
+        for fault in batch.rejected { metrics.samplesRejected(field: fault.field) }
+
+        let outcome: WriteOutcome
+        do {
+            var pending = PendingBatch(batch, receivedAt: Int64(now))
+            pending.source = source
+            sourceWeights.weigh(&pending.delta, source: source, now: now)
+            outcome = try await writer.submit(pending)
+        } catch {
+            metrics.batch(.unavailable)
+            // The cause (an SQLite message, a file path) goes to the log, not to clients.
+            return JSONResponse.error(.serviceUnavailable, "unavailable", detail: (error as? WriteError)?.publicReason
+                                      ?? "the database is unavailable; retry later", retryAfter: limits.retryAfterSeconds)
+        }
+        switch outcome {
+        case .duplicate:
+            metrics.batch(.duplicate)
+            return JSONResponse.make(.ok, .object([
+                ("batch_id", .string(batch.batchID)), ("duplicate", .bool(true)),
+                ("accepted", .int(0)), ("rejected", .int(0)),
+            ]))
+        case .stored:
+            metrics.batch(.stored)
+            metrics.samplesAccepted.increment(by: Int64(batch.samples.count))
+            return JSONResponse.make(.accepted, Self.receipt(batch))
+        }
+    }
+
+    /// The 202 body: the phone's receipt, with the first 20 rejected samples.
+    static func receipt(_ batch: ValidatedBatch) -> JSONOutput {
+        let errors: [JSONOutput] = batch.rejected.prefix(20).map { fault in
+            .object([("index", .int(Int64(fault.index))), ("field", .string(fault.field)), ("reason", .string(fault.reason))])
+        }
+        return .object([
+            ("batch_id", .string(batch.batchID)),
+            ("accepted", .int(Int64(batch.samples.count))),
+            ("rejected", .int(Int64(batch.rejected.count))),
+            ("errors", .array(errors)),
+        ])
+    }
+
+    /// Why a body was refused before validation: a 400, 413 or 415 with its error body.
+    struct BodyRefusal: Error {
+        var status: HTTPResponse.Status
+        var error: String
+        var detail: String
+        var field: String?
+
+        static func tooLarge(_ detail: String) -> BodyRefusal {
+            BodyRefusal(status: .contentTooLarge, error: "body too large", detail: detail)
+        }
+
+        static func inflate(_ error: InflateError, limits: ServerSettings.Limits) -> BodyRefusal {
+            if case .tooLarge = error { return tooLarge("decompressed body exceeds \(limits.maxDecompressedBytes) bytes") }
+            return BodyRefusal(status: .badRequest, error: "bad compressed stream", detail: error.description)
+        }
+    }
+
+    /// Checks the content type and encoding, then reads and inflates the body
+    /// while it streams in, enforcing both size caps as bytes arrive.
+    static func readJSON(_ request: Request, limits: ServerSettings.Limits) async throws(BodyRefusal) -> [UInt8] {
+        if let contentType = request.headers[.contentType] {
+            let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            } ?? ""
+            guard mediaType == "application/json" else {
+                throw BodyRefusal(status: .unsupportedMediaType, error: "unsupported content type",
+                                  detail: "Content-Type must be application/json, got \(contentType.prefix(100))", field: "Content-Type")
+            }
+        }
+        let encodings = request.headers[values: .contentEncoding]
+        guard encodings.count <= 1, let coding = ContentCoding(headerValue: encodings.first) else {
+            throw BodyRefusal(status: .unsupportedMediaType, error: "unsupported content encoding",
+                              detail: "Content-Encoding must be gzip, deflate or none, got \(encodings.joined(separator: ", ").prefix(100))",
+                              field: "Content-Encoding")
+        }
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limits.maxCompressedBytes {
+            throw .tooLarge("body is \(declared) bytes; the limit is \(limits.maxCompressedBytes) bytes on the wire")
+        }
+
+        let inflater = StreamingInflater(
+            coding: coding, maxOutput: coding == .identity ? limits.maxCompressedBytes : limits.maxDecompressedBytes)
+        var received = 0
+        do {
+            for try await chunk in request.body {
+                received += chunk.readableBytes
+                guard received <= limits.maxCompressedBytes else {
+                    throw BodyRefusal.tooLarge("body exceeds \(limits.maxCompressedBytes) bytes on the wire")
+                }
+                try inflater.feed(chunk.readableBytesView)
+            }
+        } catch let refusal as BodyRefusal {
+            throw refusal
+        } catch let error as InflateError {
+            throw .inflate(error, limits: limits)
+        } catch {
+            throw BodyRefusal(status: .badRequest, error: "unreadable body", detail: "\(error)")
+        }
+        do {
+            return try inflater.finish()
+        } catch {
+            throw .inflate(error, limits: limits)
+        }
+    }
+}

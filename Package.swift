@@ -27,6 +27,7 @@ let package = Package(
         // TLS (BoringSSL, through swift-nio-ssl) and HTTP/2 for listeners with tls_certificate/tls_key.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", exact: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", exact: "1.46.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
     ],
     targets: [
         // System libraries: zlib and SQLite come from the OS (Debian's zlib1g-dev, libsqlite3-dev).
@@ -44,9 +45,17 @@ let package = Package(
             "KBTDCore", "CSQLite",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
+        // PostgreSQL storage behind the same TelemetryStore protocol, for several kbtd nodes on one database.
+        .target(name: "KBTDPostgres", dependencies: [
+            "KBTDCore", "KBTDStore",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ], swiftSettings: strict),
         // HTTP: the app (routes, middlewares, settings), listeners, systemd; see ARCHITECTURE.md.
         .target(name: "KBTDServer", dependencies: [
-            "KBTDCore", "KBTDStore", "KBTDCompression",
+            "KBTDCore", "KBTDStore", "KBTDPostgres", "KBTDCompression",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -65,7 +74,7 @@ let package = Package(
         ], swiftSettings: strict),
         // The command line: serve, stats, height.
         .executableTarget(name: "kbtd", dependencies: [
-            "KBTDCore", "KBTDStore", "KBTDServer",
+            "KBTDCore", "KBTDStore", "KBTDPostgres", "KBTDServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
@@ -84,7 +93,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         .testTarget(name: "KBTDTests", dependencies: [
-            "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
+            "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
             // The app answers in-process tests through its router (InProcessApp).
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import KBTDCore
+import KBTDPostgres
 import KBTDStore
 import Logging
 import NIOCore
@@ -34,7 +35,13 @@ public struct Daemon: Sendable {
         let initial = settings
         // Reads the TLS pair first: a bad one is exit 78 before the database is touched.
         let transport = try Transport(initial)
-        let app = try KBTDApp(settings: initial, logger: logger, logLevel: logLevel)
+        // A postgres:// URL: a shared database, several nodes (PostgresNode, README "Scaling out").
+        let postgres = PostgresURL.isURL(initial.database)
+            ? try await PostgresNode.open(initial, admission: {
+                IndexAdmission(minSources: initial.estimator.minSources, maxIndexedKeys: initial.maxIndexedKeys)
+            }, logger: logger)
+            : nil
+        let app = try KBTDApp(settings: initial, logger: logger, logLevel: logLevel, postgres: postgres)
         var socketLock: ExclusiveLock?
         if let socket = initial.unixSocket, SocketActivation.inheritedSockets().isEmpty {
             do {

@@ -12,7 +12,7 @@ struct Evaluate: ParsableCommand {
             points, against the key's own mode; the default_ columns score the constant on the same cases.
             """)
 
-    @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
+    @Option(help: "SQLite database file or postgres:// URL. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
     @Option(help: "Only cases of this device model.") var model: String?
     @Option(help: "Only cases of this keyboard language.") var language: String?
     @Option(help: "Only cases of this OS major version (26 or 26.1).") var os: String?

@@ -7,7 +7,7 @@ struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write every served estimate as one compact, versioned JSON document an app can bundle.")
 
-    @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
+    @Option(help: "SQLite database file or postgres:// URL. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
     @Option(help: "Write here (atomically) instead of standard output.") var output: String?
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
 

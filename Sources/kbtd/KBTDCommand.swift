@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import KBTDCore
+import KBTDPostgres
 import KBTDServer
 import KBTDStore
+import Logging
 
 /// `kbtd`: the keyboard telemetry daemon and its offline tools.
 @main
@@ -11,7 +13,7 @@ struct KBTDCommand: AsyncParsableCommand {
         commandName: "kbtd",
         abstract: "Keyboard telemetry daemon: ingests keyboard measurements, serves fallback heights.",
         version: kbtdVersion,
-        subcommands: [Serve.self, Stats.self, Height.self, Evaluate.self, Export.self, Report.self, Reload.self])
+        subcommands: [Serve.self, Stats.self, Height.self, Evaluate.self, Export.self, Report.self, Reload.self, Migrate.self])
 }
 
 let kbtdVersion = "0.1.0"
@@ -51,14 +53,15 @@ func resolveSettings(config: String?, flags: [String: String]) throws -> ServerS
 }
 
 /// Opens the database read-only; exit 66 when it is missing or unreadable.
-func openStore(_ path: String) throws -> SQLiteTelemetryStore {
+func openStore(_ path: String) throws -> any TelemetryReader {
+    if PostgresURL.isURL(path) { return try openPostgres(path) }
     guard FileManager.default.fileExists(atPath: path) else {
         throw fail("database \(path) does not exist (set --database or KBTD_DATABASE)", code: ExitStatus.noInput)
     }
     do {
         return try SQLiteTelemetryStore(path: path, access: .readOnly)
     } catch {
-        throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
+        throw fail("cannot read database \(loggableDatabase(path)): \(error)", code: ExitStatus.noInput)
     }
 }
 
@@ -73,7 +76,7 @@ func loadIndex(config: String?, database: String?) throws -> (ServerSettings, He
     do {
         index.apply(try store.loadIndexCounts())
     } catch {
-        throw fail("cannot read database \(settings.database): \(error)", code: ExitStatus.noInput)
+        throw fail("cannot read database \(loggableDatabase(settings.database)): \(error)", code: ExitStatus.noInput)
     }
     return (settings, index)
 }
@@ -82,5 +85,23 @@ func loadIndex(config: String?, database: String?) throws -> (ServerSettings, He
 func validateOSOption(_ os: String?) throws {
     if let os, BatchValidator.osMajor(os) == nil {
         throw ValidationError("--os must be a version like 26 or 26.1, got '\(os)'")
+    }
+}
+
+/// Opens a PostgreSQL database read-only for the offline commands; exit 66 when
+/// it cannot be reached or holds no kbtd schema (the message has no password).
+func openPostgres(_ text: String) throws -> any TelemetryReader {
+    var url: PostgresURL
+    do {
+        url = try PostgresURL(text)
+        try url.resolvePassword()
+    } catch {
+        throw fail("database (a PostgreSQL URL): \(error.description)", code: ExitStatus.config)
+    }
+    let database = PostgresDatabase(url: url, maxConnections: 2, logger: Logger(label: "kbtd"))
+    do {
+        return try PostgresTelemetryStore(database: database, migrate: false, forWriting: false)
+    } catch {
+        throw fail("cannot read database \(url): \(PostgresDatabase.describe(error))", code: ExitStatus.noInput)
     }
 }

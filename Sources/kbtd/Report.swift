@@ -9,7 +9,7 @@ struct Report: ParsableCommand {
         abstract: "Write the dashboard page (what GET /dashboard shows) from the database, without a running daemon.")
 
     @Option(help: "The HTML file to write (- for standard output).") var html: String
-    @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
+    @Option(help: "SQLite database file or postgres:// URL. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
     @Option(help: "Only this device model, e.g. iPhone17,1.") var model: String?
     @Option(help: "Only this OS major version (26 or 26.1).") var os: String?
@@ -37,7 +37,7 @@ struct Report: ParsableCommand {
             // The marked estimate is what the daemon serves: only keys admitted to its index answer.
             index.apply(try store.loadIndexCounts())
         } catch {
-            throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
+            throw fail("cannot read database \(loggableDatabase(path)): \(error)", code: ExitStatus.noInput)
         }
         let estimator = HeightEstimator(settings: settings.estimator)
         let page = DashboardPage.render(DashboardInput(

@@ -16,7 +16,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Also listen on this Unix socket path.")
     var unix: String?
 
-    @Option(help: "SQLite database file. Default kbtd.sqlite in the working directory.")
+    @Option(help: "SQLite database file or postgres:// URL. Default kbtd.sqlite in the working directory.")
     var database: String?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
@@ -34,7 +34,7 @@ struct Serve: AsyncParsableCommand {
         let control = LogLevelControl(settings.logLevel)
         LoggingSystem.bootstrap { label in JournalLogHandler(label: label, control: control) }
         let logger = Logger(label: "kbtd")
-        logger.notice("kbtd \(kbtdVersion) starting", metadata: ["database": "\(settings.database)",
+        logger.notice("kbtd \(kbtdVersion) starting", metadata: ["database": "\(loggableDatabase(settings.database))",
                                                                   "config": "\(configFile ?? "(built-in defaults)")"])
         let environment = ProcessInfo.processInfo.environment
         let fixedFlags = flags
@@ -56,7 +56,7 @@ struct Serve: AsyncParsableCommand {
         case UnusableDatabase.notKbtd, UnusableDatabase.newerSchema: ExitStatus.dataError
         case UnusableDatabase.cannotCreate: ExitStatus.cannotCreate
         case is AlreadyLocked: ExitStatus.tempFail
-        case is CannotListen: ExitStatus.unavailable
+        case is CannotListen, is DatabaseUnreachable: ExitStatus.unavailable
         case is SettingsError: ExitStatus.config
         default: 1
         }

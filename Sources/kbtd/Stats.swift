@@ -10,7 +10,7 @@ struct Stats: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Report what kbtd knows per key, reading the database read-only (safe while the daemon runs).")
 
-    @Option(help: "SQLite database file. Default: KBTD_DATABASE, else kbtd.sqlite.")
+    @Option(help: "SQLite database file or postgres:// URL. Default: KBTD_DATABASE, else kbtd.sqlite.")
     var database: String?
 
     @Option(help: "Only this device model, e.g. iPhone17,1.")
@@ -42,7 +42,7 @@ struct Stats: ParsableCommand {
                 let totals = try store.statsTotals(filter)
                 out.write(Data(StatsFormatter.jsonOpening(keys: totals.keys, samples: totals.samples).utf8))
                 var first = true
-                _ = try store.forEachPage(filter) { counts in
+                _ = try store.forEachPage(filter, after: nil, pageSize: 5_000, maxKeys: .max) { counts in
                     var text = ""
                     for row in StatsReport.rows(from: counts, filter: filter) {
                         if !first { text += "," }
@@ -54,20 +54,20 @@ struct Stats: ParsableCommand {
                 out.write(Data((StatsFormatter.jsonClosing + "\n").utf8))
             case .csv:
                 out.write(Data(StatsFormatter.csvHeader.utf8))
-                _ = try store.forEachPage(filter) { counts in
+                _ = try store.forEachPage(filter, after: nil, pageSize: 5_000, maxKeys: .max) { counts in
                     out.write(Data(StatsFormatter.csvRows(StatsReport.rows(from: counts, filter: filter)).utf8))
                 }
             case .table:
                 // Aligned columns need every row: a table is for a terminal, not for a million keys.
                 var rows: [StatsRow] = []
-                let more = try store.forEachPage(filter, maxKeys: 100_000) { counts in
+                let more = try store.forEachPage(filter, after: nil, pageSize: 5_000, maxKeys: 100_000) { counts in
                     rows += StatsReport.rows(from: counts, filter: filter)
                 }
                 out.write(Data(StatsFormatter.render(rows, as: .table).utf8))
                 if more != nil { out.write(Data("(the first 100000 keys; --format csv or json lists them all)\n".utf8)) }
             }
         } catch {
-            throw fail("cannot read database \(path): \(error)", code: ExitStatus.noInput)
+            throw fail("cannot read database \(loggableDatabase(path)): \(error)", code: ExitStatus.noInput)
         }
     }
 }

@@ -66,7 +66,7 @@ struct SettingsTests {
             _ = try SettingsLoader.load(configFile: nil, environment: [:], flags: ["database": ""])
             Issue.record("an empty database was accepted")
         } catch {
-            #expect(error.description == "database = '' from flag --database: must be a file path")
+            #expect(error.description == "database = '' from flag --database: must be a file path or a postgres:// URL")
         }
     }
 

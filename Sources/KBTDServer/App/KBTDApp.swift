@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import KBTDCore
+import KBTDPostgres
 import KBTDStore
 import Logging
 import NIOCore
@@ -29,13 +30,18 @@ public final class KBTDApp: Sendable {
     let responder: RouterResponder<KBTDRequestContext>
     /// Held while the app lives: one daemon per database file.
     private let databaseLock: ExclusiveLock?
+    /// Polls other nodes' commits into the index (PostgreSQL only).
+    let catchUp: IndexCatchUp?
 
     /// Creates (or migrates) the database, loads the index from it and starts
     /// the writer thread. A database on a read-only or full file system is
     /// served read-only (ingest answers 503 until the writer can open it).
     ///
     /// - Parameter logLevel: what `reload(_:)` sets the log level through (nil: not changed).
-    public init(settings initial: ServerSettings, logger: Logger, logLevel: LogLevelControl? = nil) throws {
+    ///   - postgres: the node's PostgreSQL side when `database` is a URL (`PostgresNode.open`, done
+    ///     before: it is async); nil for an SQLite file.
+    public init(settings initial: ServerSettings, logger: Logger, logLevel: LogLevelControl? = nil,
+                postgres: PostgresNode? = nil) throws {
         let path = initial.database
         let start = ContinuousClock.now
         let box = SettingsBox(initial)
@@ -45,13 +51,19 @@ public final class KBTDApp: Sendable {
         }
         let fileMode = initial.databaseMode
         let walLimit = initial.maxWALBytes
-        let openStore: @Sendable () throws -> SQLiteTelemetryStore = {
-            try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission)
+        let openStore: @Sendable () throws -> any TelemetryStore
+        if let postgres {
+            openStore = postgres.storeFactory(admission: admission)
+        } else {
+            openStore = { try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission) }
         }
         let keyGate = KeyGate(limits: initial.keys)
         var index = HeightIndex()
         var lock: ExclusiveLock?
-        do {
+        if let postgres {
+            index.apply(postgres.snapshot.counts)
+            keyGate.remember(postgres.keys)
+        } else { do {
             // Creates and migrates the database; its admitted keys seed the index.
             try DatabaseFile.prepare(path, mode: fileMode)
             lock = try ExclusiveLock(path: path, what: "database", mode: fileMode)
@@ -66,8 +78,8 @@ public final class KBTDApp: Sendable {
                 if let counts = try? store.loadIndexCounts() { index.apply(counts) }
                 try? keyGate.remember(everyKeyIn: store)
             }
-        }
-        logger.info("opened \(path): \(index.bySeries.count) keys in the index, \(keyGate.keyCount) stored, loaded in \(ContinuousClock.now - start)")
+        } }
+        logger.info("opened \(postgres.map { "\($0.database.url)" } ?? path): \(index.bySeries.count) keys in the index, \(keyGate.keyCount) stored, loaded in \(ContinuousClock.now - start)")
 
         let heights = LiveHeights(index: index, settings: initial.estimator)
         let metrics = ServerMetrics()
@@ -98,8 +110,15 @@ public final class KBTDApp: Sendable {
         self.rateLimiter = rateLimiter
         self.sourceWeights = sourceWeights
         connections = ConnectionLimiter(maximum: initial.limits.maxConnections, perClient: initial.limits.maxConnectionsPerClient)
+        // Other nodes' commits reach this node's index through the catch-up (PostgreSQL only).
+        let catchUp = postgres?.startCatchUp { delta in
+            heights.apply(delta)
+            keyGate.remember(Array(delta.seriesKeys))
+        }
+        self.catchUp = catchUp
         responder = Self.router(settings: box, metrics: metrics, heights: heights, writer: writer, rateLimiter: rateLimiter,
-                                sourceWeights: sourceWeights, keyGate: keyGate, databasePath: path).buildResponder()
+                                sourceWeights: sourceWeights, keyGate: keyGate, databasePath: path,
+                                postgres: postgres, catchUp: catchUp).buildResponder()
     }
 
     /// The routes of the API table behind the middlewares, outermost first:
@@ -108,7 +127,7 @@ public final class KBTDApp: Sendable {
     /// group: ingest's rate limit and token, the operations endpoints' access rule.
     private static func router(settings: SettingsBox, metrics: ServerMetrics, heights: LiveHeights, writer: GroupCommitWriter,
                                rateLimiter: ClientRateLimiter, sourceWeights: SourceWeights, keyGate: KeyGate,
-                               databasePath: String) -> Router<KBTDRequestContext> {
+                               databasePath: String, postgres: PostgresNode?, catchUp: IndexCatchUp?) -> Router<KBTDRequestContext> {
         let router = Router(context: KBTDRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: MetricsMiddleware(metrics: metrics))
@@ -130,7 +149,7 @@ public final class KBTDApp: Sendable {
             metrics.indexedKeys.set(Double(heights.keyCount))
             metrics.storedKeys.set(Double(keyGate.keyCount))
             metrics.refusedVotes.set(Double(sourceWeights.ledger.refusedVotes))
-        }
+        }.on(postgres: postgres, catchUp: catchUp)
         router.get("/healthz", use: operations.health)
         router.group()
             .add(middleware: AdminAccessMiddleware(settings: settings))

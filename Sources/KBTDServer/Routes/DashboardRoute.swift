@@ -22,18 +22,19 @@ struct DashboardRoute: Sendable {
             return JSONResponse.invalid(error, "invalid query")
         }
         let path = operations.databasePath, heights = self.heights, answers = metrics.answersByBasis
+        let openReader = operations.readerFactory
         do {
             // SQLite and rendering block: run on NIO's thread pool, not the cooperative pool.
             let html = try await NIOThreadPool.singleton.runIfActive {
                 let now = Int64(Date().timeIntervalSince1970)
-                let (counts, hourly) = try Self.load(databasePath: path, now: now)
+                let (counts, hourly) = try Self.load(try openReader(), now: now)
                 return DashboardPage.render(DashboardInput(
                     counts: counts, hourly: hourly, answersByBasis: answers, filter: filter, minSamples: heights.minSamples,
                     generatedAt: now, live: true, estimate: heights.estimate))
             }
             return Response(status: .ok, headers: Self.headers, body: .init(byteBuffer: ByteBuffer(string: html)))
         } catch {
-            context.logger.error("dashboard: cannot read \(path): \(error)")
+            context.logger.error("dashboard: cannot read \(loggableDatabase(path)): \(error)")
             return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "the database cannot be read now",
                                       retryAfter: operations.settings.current.limits.retryAfterSeconds)
         }
@@ -49,7 +50,10 @@ struct DashboardRoute: Sendable {
 
     /// Every count and the last 7 days of hourly ingest, read-only (also `kbtd report`'s source).
     static func load(databasePath: String, now: Int64) throws -> (AggregateDelta, [HourlyIngest]) {
-        let store = try SQLiteTelemetryStore(path: databasePath, access: .readOnly)
-        return (try store.loadCounts(), try store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600))
+        try load(try SQLiteTelemetryStore(path: databasePath, access: .readOnly), now: now)
+    }
+
+    static func load(_ store: any TelemetryReader, now: Int64) throws -> (AggregateDelta, [HourlyIngest]) {
+        (try store.loadCounts(), try store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import KBTDCore
+import KBTDPostgres
 import KBTDStore
 import NIOPosix
 
@@ -13,8 +14,12 @@ struct OperationsRoutes: Sendable {
     let databasePath: String
     /// Brings the gauges `/metrics` shows up to date.
     let refreshGauges: @Sendable () -> Void
+    /// Set when the database is PostgreSQL (see OperationsRoutes+Postgres.swift).
+    var postgres: PostgresNode? = nil
+    var catchUp: IndexCatchUp? = nil
 
     func health(_ request: Request, context: KBTDRequestContext) -> Response {
+        if let postgres { return postgresHealth(postgres) }
         let writable = access(databasePath, W_OK) == 0
         let lastError = writer.lastError
         let healthy = writable && lastError == nil
@@ -37,7 +42,7 @@ struct OperationsRoutes: Sendable {
         refreshGauges()
         metrics.queueCapacity.set(Double(writer.capacity))
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+                        body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition() + postgresExposition())))
     }
 
     /// Most rows one `/v1/stats` answer holds (`limit`, default 1,000); `next`
@@ -66,15 +71,15 @@ struct OperationsRoutes: Sendable {
         } catch {
             return JSONResponse.invalid(error, "invalid query")
         }
-        let path = databasePath
+        let openReader = readerFactory
         let (cursor, pageLimit) = (after, limit)
         do {
             // SQLite blocks: read on NIO's thread pool, not the cooperative pool.
             let body = try await NIOThreadPool.singleton.runIfActive {
-                let store = try SQLiteTelemetryStore(path: path, access: .readOnly)
+                let store = try openReader()
                 let totals = try store.statsTotals(filter)
                 var rows: [StatsRow] = []
-                let next = try store.forEachPage(filter, after: cursor, maxKeys: pageLimit) { counts in
+                let next = try store.forEachPage(filter, after: cursor, pageSize: 5_000, maxKeys: pageLimit) { counts in
                     rows += StatsReport.rows(from: counts, filter: filter)
                 }
                 guard case .object(var members) = StatsFormatter.json(rows) else { return "" }
@@ -85,7 +90,7 @@ struct OperationsRoutes: Sendable {
             }
             return JSONResponse.bytes(.ok, Array(body.utf8))
         } catch {
-            context.logger.error("stats: cannot read \(path): \(error)")
+            context.logger.error("stats: cannot read \(loggableDatabase(databasePath)): \(error)")
             return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "the database cannot be read; see the daemon's log",
                                       retryAfter: settings.current.limits.retryAfterSeconds)
         }

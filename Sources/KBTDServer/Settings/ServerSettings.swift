@@ -81,6 +81,8 @@ public struct ServerSettings: Sendable, Equatable {
     public var forwardedHeader: ForwardedHeader = .xForwardedFor
     /// Every TCP listener expects a PROXY protocol header from trusted proxies.
     public var proxyProtocol = false
+    /// When `database` is a PostgreSQL URL.
+    public var postgres = PostgresSettings()
 
     public init() {}
 

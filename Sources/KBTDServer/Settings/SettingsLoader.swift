@@ -1,4 +1,5 @@
 import Foundation
+import KBTDPostgres
 import KBTDCore
 import Logging
 
@@ -76,7 +77,9 @@ public enum SettingsLoader {
         for setting in Setting.all {
             guard let value = values[setting.key] else { continue }
             if let rule = setting.parse(value.text, &settings) {
-                throw SettingsError(message: "\(setting.key) = '\(value.text.prefix(80))' from \(value.origin): \(rule)")
+                // A PostgreSQL URL may hold a password: never echo it.
+                let shown = setting.key == "database" && PostgresURL.isURL(value.text) ? "(a PostgreSQL URL)" : String(value.text.prefix(80))
+                throw SettingsError(message: "\(setting.key) = '\(shown)' from \(value.origin): \(rule)")
             }
         }
         if settings.listen.isEmpty && settings.unixSocket == nil {

@@ -22,8 +22,10 @@ extension Setting {
             return nil
         }, show: { $0.listen.map(\.entryText).joined(separator: ",") }),
         .optionalText("unix_socket", "Also listen on this Unix socket path (empty: none).", reloadable: false, flag: "unix", \.unixSocket),
-        Setting("database", "SQLite database file.", reloadable: false, flag: "database", parse: { text, settings in
-            guard !text.isEmpty else { return "must be a file path" }
+        Setting("database", "SQLite database file, or a postgres:// URL (README \"Scaling out\").", reloadable: false, flag: "database",
+                parse: { text, settings in
+            guard !text.isEmpty else { return "must be a file path or a postgres:// URL" }
+            if let problem = PostgresSettings.problem(text) { return problem }
             settings.database = text
             return nil
         }, show: { $0.database }),
@@ -101,6 +103,13 @@ extension Setting {
             settings.maxWALBytes = Int64(number)
             return nil
         }, show: { String($0.maxWALBytes) }),
+        .optionalText("database_password_file", "PostgreSQL: a file whose first line is the password.", reloadable: false,
+                      \.postgres.passwordFile),
+        .int("database_pool_size", "PostgreSQL: connections in this node's pool.", reloadable: false, 2...1000, \.postgres.poolSize),
+        .double("database_wait_seconds", "PostgreSQL: seconds start-up waits for the server before exiting 69.", reloadable: false,
+                0...86_400, \.postgres.connectWaitSeconds),
+        .double("index_catch_up_seconds", "PostgreSQL: bound on how far the index lags other nodes' commits, seconds.",
+                reloadable: false, 0.01...3600, \.postgres.indexCatchUpSeconds),
     ] + transport
 
     /// The setting named `key`, if there is one.

@@ -1,0 +1,67 @@
+import KBTDCore
+
+/// A compact text form of an `AggregateDelta` for `commit_log`: one line per
+/// count, fields separated by `|`. Models, languages and keyboard types are
+/// validated at ingest to letters, digits and `,._-`, so `|` and newlines never
+/// occur inside a field.
+enum DeltaCoding {
+    static func encode(_ delta: AggregateDelta) -> String {
+        var lines: [String] = []
+        func key(_ series: SeriesKey) -> String {
+            "\(series.model)|\(series.osMajor)|\(series.language)|\(series.orientation.rawValue)|\(series.keyboardType)"
+        }
+        for (k, count) in delta.heights { lines.append("h|\(key(k.series))|\(k.placement.rawValue)|\(k.halfPoints)|\(count)") }
+        for (k, count) in delta.animations {
+            lines.append("a|\(key(k.series))|\(k.event.rawValue)|\(k.bin.durationMs)|\(k.bin.curve)|\(count)")
+        }
+        for (k, count) in delta.coldStarts { lines.append("c|\(key(k.series))|\(k.preloaded ? 1 : 0)|\(k.bucket)|\(count)") }
+        for (k, count) in delta.safeAreas { lines.append("s|\(key(k.series))|\(k.halfPoints)|\(count)") }
+        for (k, count) in delta.votes { lines.append("v|\(key(k.series))|\(k.halfPoints)|\(count)") }
+        for (series, ids) in delta.sources {
+            for id in ids { lines.append("k|\(key(series))|\(id.value)") }
+        }
+        for (k, count) in delta.screens { lines.append("m|\(k.model)|\(k.screen.description)|\(count)") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Reads `encode`'s output back; lines it cannot read are skipped (a newer kbtd's kinds).
+    static func decode(_ text: String) -> AggregateDelta {
+        var delta = AggregateDelta()
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+            guard let kind = f.first else { continue }
+            if kind == "m" {
+                guard f.count == 4, let screen = ScreenSize(f[2]), let count = Int64(f[3]) else { continue }
+                delta.screens[ModelScreenKey(model: f[1], screen: screen), default: 0] += count
+                continue
+            }
+            guard f.count >= 7, let osMajor = Int(f[2]), let orientation = Orientation(rawValue: f[4]) else { continue }
+            let series = SeriesKey(model: f[1], osMajor: osMajor, language: f[3], orientation: orientation, keyboardType: f[5])
+            switch (kind, f.count) {
+            case ("h", 9):
+                guard let placement = Placement(rawValue: f[6]), let half = Int(f[7]), let count = Int64(f[8]) else { continue }
+                delta.heights[HeightCountKey(series: series, placement: placement, halfPoints: half), default: 0] += count
+            case ("a", 10):
+                guard let event = KeyboardEvent(rawValue: f[6]), let ms = Int(f[7]), let curve = Int(f[8]),
+                      let count = Int64(f[9]) else { continue }
+                delta.animations[AnimationCountKey(series: series, event: event, bin: AnimationBin(durationMs: ms, curve: curve)),
+                                 default: 0] += count
+            case ("c", 9):
+                guard let bucket = Int(f[7]), let count = Int64(f[8]) else { continue }
+                delta.coldStarts[ColdStartCountKey(series: series, preloaded: f[6] == "1", bucket: bucket), default: 0] += count
+            case ("s", 8):
+                guard let half = Int(f[6]), let count = Int64(f[7]) else { continue }
+                delta.safeAreas[SeriesBin(series: series, halfPoints: half), default: 0] += count
+            case ("v", 8):
+                guard let half = Int(f[6]), let count = Int64(f[7]) else { continue }
+                delta.votes[SeriesBin(series: series, halfPoints: half), default: 0] += count
+            case ("k", 7):
+                guard let id = UInt64(f[6]) else { continue }
+                delta.sources[series, default: []].insert(SourceID(id))
+            default:
+                continue
+            }
+        }
+        return delta
+    }
+}

@@ -1,0 +1,221 @@
+import Dispatch
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// One process's connection pool to the shared PostgreSQL database
+/// (postgres-nio's `PostgresClient`, run in its own task until `close()`).
+/// The writer's store, the index catch-up and the read paths lease from it.
+public final class PostgresDatabase: Sendable {
+    public let url: PostgresURL
+    let client: PostgresClient
+    let logger: Logger
+    /// How long a lease may wait for a connection before the operation fails
+    /// (PostgreSQL down): the writer answers 503 instead of holding requests.
+    let leaseTimeout: Duration
+    private let runner: Task<Void, Never>
+    private let state = Mutex(PoolState())
+
+    struct PoolState {
+        var leased = 0
+        var lastError: String?
+        var lastSuccess: ContinuousClock.Instant?
+    }
+
+    /// Why a database operation failed, with what may be logged (never the password).
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        /// SQLSTATE when the server answered with an error.
+        public var sqlState: String?
+        /// True for a serialization failure or a deadlock: the transaction may simply be retried.
+        public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+    }
+
+    /// - Parameters:
+    ///   - maxConnections: pool size (the writer needs one, catch-up one, reads the rest).
+    public init(url: PostgresURL, maxConnections: Int = 4, leaseTimeout: Duration = .seconds(5), logger: Logger) {
+        var configuration = url.configuration()
+        configuration.options.maximumConnections = max(2, maxConnections)
+        configuration.options.minimumConnections = 0
+        configuration.options.connectTimeout = .seconds(5)
+        self.url = url
+        self.logger = logger
+        self.leaseTimeout = leaseTimeout
+        let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "kbtd.postgres", factory: { _ in SwiftLogNoOpLogHandler() }))
+        self.client = client
+        // On the bridge's queue, not the cooperative pool: callers of `blocking` may hold every pool thread.
+        runner = Task(executorPreference: BridgeExecutor.shared) { await client.run() }
+    }
+
+    /// Stops the pool (open leases finish first).
+    public func close() {
+        runner.cancel()
+    }
+
+    /// Connections leased right now, the last error (nil after a success) and
+    /// the time since the last successful operation: `/healthz` and `/metrics`.
+    public var poolState: (leased: Int, lastError: String?, sinceLastSuccess: Duration?) {
+        state.withLock { ($0.leased, $0.lastError, $0.lastSuccess.map { ContinuousClock.now - $0 }) }
+    }
+
+    /// Leases a connection for `body`. Waiting for the lease is bounded by
+    /// `leaseTimeout`; once `body` runs it is never cancelled (a transaction is
+    /// committed or rolled back whole).
+    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let timeout = leaseTimeout
+        do {
+            // The lease runs in a task of its own: when no connection comes in time, the caller is
+            // answered at once, and a lease granted later is released unused (the gate says so).
+            let value: T = try await withCheckedThrowingContinuation { continuation in
+                let gate = LeaseGate<T>(continuation)
+                let timer = Task(executorPreference: BridgeExecutor.shared) {
+                    try? await Task.sleep(for: timeout)
+                    gate.expire(Failure(description: "no connection to PostgreSQL within \(timeout)"))
+                }
+                Task(executorPreference: BridgeExecutor.shared) {
+                    do {
+                        let value = try await self.client.withConnection { connection in
+                            guard gate.begin() else { throw Failure(description: "connection lease given up") }
+                            timer.cancel()
+                            self.state.withLock { $0.leased += 1 }
+                            defer { self.state.withLock { $0.leased -= 1 } }
+                            return try await body(connection)
+                        }
+                        gate.finish(.success(value))
+                    } catch {
+                        gate.finish(.failure(error))
+                    }
+                }
+            }
+            state.withLock { $0.lastError = nil; $0.lastSuccess = .now }
+            return value
+        } catch let error as any KBTDDecision {
+            // kbtd's own verdict (a newer schema, an import already made): the database answered fine.
+            state.withLock { $0.lastError = nil; $0.lastSuccess = .now }
+            throw error
+        } catch {
+            let failure = Self.failure(error)
+            state.withLock { $0.lastError = failure.description }
+            throw failure
+        }
+    }
+
+    /// Runs `body` in a transaction (`BEGIN` ... `COMMIT`, `ROLLBACK` on a throw).
+    public func withTransaction<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await withConnection { connection in
+            try await connection.query("BEGIN", logger: self.logger)
+            do {
+                let value = try await body(connection)
+                try await connection.query("COMMIT", logger: self.logger)
+                return value
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: self.logger)
+                throw error
+            }
+        }
+    }
+
+    /// A readable account of `error`: SQLSTATE and the server's message for a
+    /// server error, the pool or connection problem otherwise. postgres-nio's
+    /// own description hides everything; this shows no password either.
+    public static func describe(_ error: any Error) -> String {
+        if error is PSQLError || error is PostgresDecodingError { return failure(error).description }
+        return String(describing: error)
+    }
+
+    static func failure(_ error: any Error) -> Failure {
+        if let failure = error as? Failure { return failure }
+        if let decision = error as? any KBTDDecision { return Failure(description: String(describing: decision)) }
+        if let error = error as? PSQLError {
+            if let info = error.serverInfo {
+                let state = info[.sqlState]
+                return Failure(description: "PostgreSQL error \(state ?? "?"): \(info[.message] ?? "")", sqlState: state)
+            }
+            return Failure(description: "PostgreSQL connection: \(error.code)")
+        }
+        if let error = error as? PostgresDecodingError {
+            return Failure(description: "PostgreSQL result decoding failed: \(error.code) in column \(error.columnName)")
+        }
+        return Failure(description: "PostgreSQL: \(String(describing: error))")
+    }
+}
+
+/// An error kbtd itself raised inside a database operation: passed through
+/// unchanged (not turned into a `PostgresDatabase.Failure`).
+public protocol KBTDDecision: Error {}
+
+/// One lease's outcome, decided once: the body ran (`begin`, then `finish`),
+/// or the wait expired first (`expire`) and a connection granted later is handed back.
+final class LeaseGate<T: Sendable>: Sendable {
+    private enum Phase { case waiting, running, done }
+    private let state: Mutex<(phase: Phase, continuation: CheckedContinuation<T, any Error>?)>
+
+    init(_ continuation: CheckedContinuation<T, any Error>) {
+        state = Mutex((.waiting, continuation))
+    }
+
+    func begin() -> Bool {
+        state.withLock { state in
+            guard state.phase == .waiting else { return false }
+            state.phase = .running
+            return true
+        }
+    }
+
+    func expire(_ error: any Error) {
+        let continuation = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            guard state.phase == .waiting else { return nil }
+            state.phase = .done
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(throwing: error)
+    }
+
+    func finish(_ result: Result<T, any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            state.phase = .done
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(with: result)
+    }
+}
+
+/// Runs async work from a thread outside the cooperative pool (the writer's
+/// own thread, a command-line tool's main thread) and waits for it.
+/// Never call it on the cooperative pool: it blocks the calling thread.
+public func blockingRun<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    try blocking(body)
+}
+
+func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let result = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    // Not on the cooperative pool: the caller may itself be one of its (two) threads, blocked here.
+    Task(executorPreference: BridgeExecutor.shared) {
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
+}
+
+/// Runs the jobs of `blocking`'s tasks on a queue of their own, so a caller
+/// that blocks a cooperative-pool thread (a synchronous test, a command-line
+/// tool) never waits for a pool thread that is blocked as well.
+final class BridgeExecutor: TaskExecutor {
+    static let shared = BridgeExecutor()
+    private let queue = DispatchQueue(label: "kbtd.postgres.bridge")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}

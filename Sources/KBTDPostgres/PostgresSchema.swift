@@ -1,0 +1,268 @@
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL dialect of kbtd's ordered migration list: the same
+/// versions, names, tables and columns as the SQLite schema (`Schema` in
+/// KBTDStore), with PostgreSQL types (BIGINT counts, DOUBLE PRECISION bins).
+/// Every primary key starts with `model`, so the tables can be distributed by
+/// model (Citus-style sharding) without a schema change.
+///
+/// Besides the numbered steps, the bookkeeping step creates `schema_migrations`
+/// and `commit_log` (each commit's index delta, read by the other nodes).
+public enum PostgresSchema {
+    struct Migration {
+        var version: Int
+        var name: String
+        var sql: [String]
+    }
+
+    /// `pg_advisory_xact_lock` key ("kbtd" in ASCII): two nodes starting at once migrate one after the other.
+    static let advisoryLock: Int64 = 0x6B62_7464
+
+    static let bookkeeping = [
+        """
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+            version    INTEGER PRIMARY KEY,
+            name       TEXT NOT NULL,
+            applied_at BIGINT NOT NULL
+        )
+        """,
+        // One row per commit that changed some node's in-memory index: the other
+        // nodes poll it (by transaction id, see IndexCatchUp) to catch up.
+        """
+        CREATE TABLE IF NOT EXISTS commit_log (
+            id         BIGSERIAL PRIMARY KEY,
+            xid        XID8 NOT NULL DEFAULT pg_current_xact_id(),
+            node       TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            delta      TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS commit_log_created_at ON commit_log(created_at)",
+        // Databases `kbtd migrate` imported: a second import of the same one is refused.
+        """
+        CREATE TABLE IF NOT EXISTS imports (
+            source      TEXT PRIMARY KEY,
+            imported_at BIGINT NOT NULL,
+            batches     BIGINT NOT NULL,
+            samples     BIGINT NOT NULL
+        )
+        """,
+    ]
+
+    static let migrations: [Migration] = [
+        Migration(version: 1, name: "aggregate tables and seen batch ids", sql: [
+            """
+            CREATE TABLE batches (
+                batch_id     TEXT PRIMARY KEY,
+                received_at  BIGINT NOT NULL,
+                model        TEXT NOT NULL,
+                os           TEXT NOT NULL,
+                accepted     BIGINT NOT NULL,
+                rejected     BIGINT NOT NULL
+            )
+            """,
+            "CREATE INDEX batches_received_at ON batches(received_at)",
+            """
+            CREATE TABLE height_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                placement     TEXT NOT NULL,
+                height_bin    DOUBLE PRECISION NOT NULL,
+                count         BIGINT NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, placement, height_bin)
+            )
+            """,
+            """
+            CREATE TABLE animation_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                event         TEXT NOT NULL,
+                duration_ms   INTEGER NOT NULL,
+                curve         INTEGER NOT NULL,
+                count         BIGINT NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, event, duration_ms, curve)
+            )
+            """,
+            """
+            CREATE TABLE cold_start_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                preloaded     INTEGER NOT NULL,
+                bucket        INTEGER NOT NULL,
+                bucket_ms     DOUBLE PRECISION NOT NULL,
+                count         BIGINT NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, preloaded, bucket)
+            )
+            """,
+            """
+            CREATE TABLE safe_area_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                safe_area_bin DOUBLE PRECISION NOT NULL,
+                count         BIGINT NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, safe_area_bin)
+            )
+            """,
+        ]),
+        Migration(version: 2, name: "estimator votes and key sources (poisoning defence)", sql: [
+            """
+            CREATE TABLE height_votes (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                height_bin    DOUBLE PRECISION NOT NULL,
+                votes         BIGINT NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, height_bin)
+            )
+            """,
+            """
+            INSERT INTO height_votes
+                SELECT model, os_major, language, orientation, keyboard_type, height_bin, count
+                FROM height_counts WHERE placement = 'docked'
+            """,
+            """
+            CREATE TABLE key_sources (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                source        BIGINT NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, source)
+            )
+            """,
+            """
+            INSERT INTO key_sources
+                SELECT DISTINCT model, os_major, language, orientation, keyboard_type, 0
+                FROM height_counts WHERE placement = 'docked'
+            """,
+        ]),
+        Migration(version: 3, name: "key registry: first seen, admitted to the index (bounded keys)", sql: [
+            """
+            CREATE TABLE keys (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                first_seen    BIGINT NOT NULL,
+                admitted_at   BIGINT,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type)
+            )
+            """,
+            """
+            INSERT INTO keys
+                SELECT DISTINCT model, os_major, language, orientation, keyboard_type,
+                       extract(epoch FROM now())::bigint, NULL::bigint
+                FROM animation_counts
+            """,
+            """
+            UPDATE keys SET admitted_at = first_seen
+                WHERE (model, os_major, language, orientation, keyboard_type) IN (
+                    SELECT model, os_major, language, orientation, keyboard_type FROM key_sources
+                    GROUP BY model, os_major, language, orientation, keyboard_type
+                    HAVING COUNT(*) >= 3 OR bool_or(source = 0))
+            """,
+        ]),
+        Migration(version: 4, name: "screens per model (screen+language level)", sql: [
+            """
+            CREATE TABLE model_screens (
+                model   TEXT NOT NULL,
+                screen  TEXT NOT NULL,
+                count   BIGINT NOT NULL,
+                PRIMARY KEY (model, screen)
+            )
+            """,
+        ]),
+        Migration(version: 5, name: "samples ingested per hour (dashboard)", sql: [
+            """
+            CREATE TABLE hourly_ingest (
+                hour     BIGINT PRIMARY KEY,
+                batches  BIGINT NOT NULL,
+                samples  BIGINT NOT NULL,
+                rejected BIGINT NOT NULL
+            )
+            """,
+            """
+            INSERT INTO hourly_ingest
+                SELECT received_at / 3600 * 3600, COUNT(*), SUM(accepted), SUM(rejected)
+                FROM batches GROUP BY received_at / 3600
+            """,
+        ]),
+    ]
+
+    static var latestVersion: Int { migrations.last!.version }
+
+    /// A database whose schema is newer than this kbtd knows.
+    public struct NewerSchema: KBTDDecision, CustomStringConvertible {
+        public var version: Int
+        public var description: String {
+            "the PostgreSQL database has schema version \(version), newer than this kbtd supports (\(PostgresSchema.latestVersion)); upgrade kbtd"
+        }
+    }
+
+    /// Applies the missing steps, each in its own transaction under the
+    /// advisory lock, re-reading the applied version inside the lock so a
+    /// second node starting at the same time finds the work done.
+    static func migrate(_ database: PostgresDatabase) async throws {
+        let logger = database.logger
+        // Up to date (the usual start): no lock, no DDL, so a node role with only
+        // SELECT/INSERT/UPDATE/DELETE rights starts (README "Scaling out", roles).
+        let applied = try await appliedVersion(database)
+        guard applied != latestVersion else { return }
+        guard applied < latestVersion else { throw NewerSchema(version: applied) }
+        for migration in migrations {
+            let applied = try await database.withTransaction { connection -> Bool in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(advisoryLock))", logger: logger)
+                for sql in bookkeeping { try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
+                var current = 0
+                for try await version in try await connection.query(
+                    "SELECT COALESCE(MAX(version), 0)::bigint FROM schema_migrations", logger: logger).decode(Int.self) {
+                    current = version
+                }
+                guard current <= latestVersion else { throw NewerSchema(version: current) }
+                guard current < migration.version else { return false }
+                for sql in migration.sql { try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
+                try await connection.query("""
+                    INSERT INTO schema_migrations(version, name, applied_at)
+                    VALUES (\(migration.version), \(migration.name), extract(epoch FROM now())::bigint)
+                    """, logger: logger)
+                return true
+            }
+            if applied { logger.notice("PostgreSQL schema: applied migration \(migration.version) (\(migration.name))") }
+        }
+    }
+
+    /// The applied schema version (0 for an empty database).
+    static func appliedVersion(_ database: PostgresDatabase) async throws -> Int {
+        try await database.withConnection { connection in
+            var exists = false
+            for try await found in try await connection.query(
+                "SELECT to_regclass('schema_migrations') IS NOT NULL", logger: database.logger).decode(Bool.self) {
+                exists = found
+            }
+            guard exists else { return 0 }
+            var version = 0
+            for try await value in try await connection.query(
+                "SELECT COALESCE(MAX(version), 0)::bigint FROM schema_migrations", logger: database.logger).decode(Int.self) {
+                version = value
+            }
+            return version
+        }
+    }
+}

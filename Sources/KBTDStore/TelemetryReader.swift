@@ -1,0 +1,27 @@
+import KBTDCore
+
+/// Reading a store back, the same on SQLite and PostgreSQL: what `kbtd stats`,
+/// `kbtd height`, `/v1/stats` and the dashboard need.
+public protocol TelemetryReader: AnyObject {
+    /// Every count in the store, read as one delta from empty.
+    func loadCounts() throws -> AggregateDelta
+    /// The counts of admitted keys only: what the in-memory index starts from.
+    func loadIndexCounts() throws -> AggregateDelta
+    /// Keys and samples matching `filter`, without reading any histogram.
+    func statsTotals(_ filter: StatsFilter) throws -> (keys: Int64, samples: Int64)
+    /// The counts of the keys matching `filter` in key order, a page of keys at
+    /// a time; returns the last key read when keys remain (a cursor), else nil.
+    func forEachPage(_ filter: StatsFilter, after cursor: SeriesKey?, pageSize: Int, maxKeys: Int,
+                     _ body: (AggregateDelta) throws -> Void) throws -> SeriesKey?
+    /// Batches and samples stored per hour from `since` (Unix seconds) on, oldest first.
+    func hourlyIngest(since: Int64) throws -> [HourlyIngest]
+}
+
+extension SQLiteTelemetryStore: TelemetryReader {}
+
+extension CommitResult {
+    /// For stores outside this module (PostgreSQL); the memberwise initializer is internal.
+    public static func of(stored: [Bool], added: AggregateDelta, admitted: Int) -> CommitResult {
+        CommitResult(stored: stored, added: added, admitted: admitted)
+    }
+}

@@ -1,0 +1,270 @@
+import Foundation
+import KBTDCore
+import KBTDPostgres
+import KBTDStore
+import Logging
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Real daemons on one real PostgreSQL cluster (started by the test): the
+/// scaled-out deployment of README "Scaling out".
+@Suite("PostgreSQL: several kbtd nodes on one database", .serialized, .enabled(if: TestPostgres.available))
+struct PostgresNodeTests {
+    /// A node of the test fleet: the catch-up bound is half a second, so tests wait little.
+    static func node(_ postgres: TestPostgres, url: String? = nil, environment: [String: String] = [:]) -> TestDaemon {
+        TestDaemon(database: url ?? postgres.url, extraArguments: ["--log-level", "info"],
+                   environment: ["KBTD_INDEX_CATCH_UP_SECONDS": "0.5", "KBTD_RETRY_AFTER_SECONDS": "2"].merging(environment) { $1 })
+    }
+
+    /// Starts the nodes at the same moment (their migrations race for the advisory lock).
+    static func startTogether(_ nodes: [TestDaemon]) throws {
+        let failures = ConcurrentResults<String>()
+        DispatchQueue.concurrentPerform(iterations: nodes.count) { i in
+            do { try nodes[i].start() } catch { failures.append("\(error)") }
+        }
+        if let failure = failures.values.first { throw HTTPTestError(description: failure) }
+    }
+
+    @Test func retriesAcrossNodesAreDuplicatesAndBothNodesServeEveryCommit() throws {
+        let postgres = try TestPostgres()
+        let nodes = [Self.node(postgres), Self.node(postgres, url: postgres.socketURL)]
+        try Self.startTogether(nodes)
+        #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM schema_migrations") == "5")
+
+        // Each batch goes to one node, its retry to the other.
+        var bodies: [[UInt8]] = []
+        for i in 0..<40 {
+            let language = i % 2 == 0 ? "ja-JP" : "en-US"
+            let body = gzip(batchBody(samples: shows(1 + i % 3, height: language == "ja-JP" ? 392 : 336, language: language)))
+            bodies.append(body)
+            let first = try nodes[i % 2].post(body, encoding: "gzip")
+            #expect(first.status == 202, "\(first.text)")
+            let retry = try nodes[(i + 1) % 2].post(body, encoding: "gzip")
+            #expect(retry.status == 200)
+            #expect(retry.json?["duplicate"] == .bool(true))
+        }
+        let expectedJa = (0..<40).filter { $0 % 2 == 0 }.reduce(0) { $0 + 1 + $1 % 3 }
+        let expectedEn = (0..<40).filter { $0 % 2 == 1 }.reduce(0) { $0 + 1 + $1 % 3 }
+
+        // kbtd stats on the URL: exact totals, nothing counted twice.
+        let stats = try nodes[0].stats()
+        #expect(stats["samples"] == .number(Double(expectedJa + expectedEn)))
+        #expect(statsRow(stats, model: "iPhone17,1", language: "ja-JP")?["samples"] == .number(Double(expectedJa)))
+        #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM batches") == "40")
+
+        // Within the bound (0.5 s; checked after 2 s) both nodes answer alike from every node's data.
+        usleep(2_000_000)
+        for language in ["ja-JP", "en-US"] {
+            let path = "/v1/height?model=iPhone17,1&language=\(language)&os=26.1"
+            let answers = try nodes.map { try $0.get(path) }
+            #expect(answers[0].text == answers[1].text)
+            let expected = language == "ja-JP" ? expectedJa : expectedEn
+            #expect(answers[0].json?["samples"] == .number(Double(expected)), "\(answers[0].text)")
+            #expect(answers[0].json?["basis"] == .string("model+os+language"))
+            // kbtd height on the URL prints the same bytes.
+            let cli = try runKBTD(["height", "--database", postgres.url, "--model", "iPhone17,1", "--language", language, "--os", "26.1"])
+            #expect(cli.status == 0, "\(cli.stderr)")
+            #expect(cli.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == answers[0].text)
+        }
+        let health = try nodes[1].get("/healthz")
+        #expect(health.status == 200)
+        #expect(health.json?["store"] == .string("postgresql"))
+        #expect(health.json?["index_lag_seconds"]?.double.map { $0 < 2 } == true)
+        let metrics = try nodes[1].get("/metrics").text
+        #expect(metrics.contains("kbtd_store_info{kind=\"postgresql\"} 1"))
+        #expect((try nodes[1].metric("kbtd_index_catch_up_commits_total") ?? 0) >= 1)
+        let pageOfStats = try nodes[1].get("/v1/stats")
+        #expect(pageOfStats.status == 200)
+        #expect(pageOfStats.json?["samples"] == .number(Double(expectedJa + expectedEn)))
+        #expect(try nodes[1].get("/dashboard").status == 200)
+        for node in nodes { #expect(node.stop() == 0) }
+    }
+
+    @Test func killNineOfOneNodeUnderLoadLosesNothingAndCountsNothingTwice() throws {
+        let postgres = try TestPostgres()
+        let nodes = [Self.node(postgres), Self.node(postgres)]
+        try Self.startTogether(nodes)
+        let count = 240
+        let bodies = (0..<count).map { i in gzip(batchBody(samples: shows(1 + i % 5, height: 336))) }
+        let expected = (0..<count).reduce(0) { $0 + 1 + $1 % 5 }
+        let stored = ConcurrentResults<Int>()
+        let duplicates = ConcurrentResults<Int>()
+        let refused = ConcurrentResults<Int>()
+        let victim = try #require(nodes[0].process?.processIdentifier)
+        let failedOnVictim = ConcurrentResults<Int>()
+        // Mid-load: once a sixth of the batches are in.
+        let killer = Thread {
+            while stored.values.count < count / 6 { usleep(1_000) }
+            kill(victim, SIGKILL)
+        }
+        killer.start()
+        // Clients prefer node 0 for even batches; on a refused connection, a 503 or a broken
+        // response they retry on the other node, as a load balancer's health check would send them.
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for i in stride(from: worker, to: count, by: 4) {
+                var target = i % 2
+                for _ in 0..<20 {
+                    if let response = try? nodes[target].post(bodies[i], encoding: "gzip") {
+                        if response.status == 202 { stored.append(i); break }
+                        if response.status == 200 { duplicates.append(i); break }
+                        refused.append(response.status)
+                    } else if target == 0 {
+                        failedOnVictim.append(i)
+                    }
+                    target = 1 - target
+                    usleep(20_000)
+                }
+            }
+        }
+        #expect(nodes[0].waitForExit() == SIGKILL)
+        while killer.isExecuting { usleep(1_000) }
+        let acknowledged = Set(stored.values).union(duplicates.values)
+        #expect(acknowledged.count == count, "every batch is acknowledged by one node or the other")
+        #expect(!failedOnVictim.values.isEmpty, "the kill must land while clients still send to the victim")
+        #expect(Set(stored.values).count == stored.values.count, "no batch was stored twice")
+        #expect(refused.values.allSatisfy { $0 == 503 }, "\(refused.values)")
+        // A retry of anything acknowledged is a duplicate on the surviving node.
+        for i in stride(from: 0, to: count, by: 16) {
+            #expect(try nodes[1].post(bodies[i], encoding: "gzip").status == 200)
+        }
+        let stats = try nodes[1].stats()
+        #expect(stats["samples"] == .number(Double(expected)))
+        #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM batches") == "\(count)")
+        #expect(nodes[1].stop() == 0)
+        print("postgres kill -9: \(count) batches, \(stored.values.count) stored with a 202, \(duplicates.values.count) answered as duplicates, \(failedOnVictim.values.count) requests failed on the killed node and went to the other, \(expected) samples, 0 lost, 0 double-counted")
+    }
+
+    @Test func postgresRestartedUnderLoadAnswers503AndReconnectsWithoutRestart() throws {
+        let postgres = try TestPostgres()
+        let node = Self.node(postgres)
+        try node.start()
+        var bodies: [[UInt8]] = []
+        var acknowledged = Set<Int>()
+        var statuses: [Int: Int] = [:]
+        var retryAfter: [String] = []
+        let restarter = Thread {
+            usleep(500_000)
+            try? postgres.stop(mode: "fast")
+            // Down for longer than a node waits for a connection (5 s): ingest must answer 503.
+            usleep(7_000_000)
+            try? postgres.start()
+        }
+        restarter.start()
+        while !restarter.isExecuting && !restarter.isFinished { usleep(1_000) }
+        // New batches while PostgreSQL goes down and comes back, then every one not acknowledged again.
+        let deadline = Date().addingTimeInterval(120)
+        while (restarter.isExecuting || acknowledged.count < bodies.count), Date() < deadline {
+            if restarter.isExecuting { bodies.append(gzip(batchBody(samples: shows(2, height: 336)))) }
+            for i in 0..<bodies.count where !acknowledged.contains(i) {
+                guard let response = try? node.post(bodies[i], encoding: "gzip") else { continue }
+                statuses[response.status, default: 0] += 1
+                if response.status == 202 || response.status == 200 { acknowledged.insert(i) }
+                if response.status == 503 {
+                    retryAfter.append(response.header("Retry-After") ?? "missing")
+                    usleep(100_000)
+                }
+            }
+        }
+        #expect(acknowledged.count == bodies.count)
+        #expect((statuses[503] ?? 0) > 0, "PostgreSQL was down for 7 s: some batches must have been refused (\(statuses))")
+        #expect(Set(statuses.keys).isSubset(of: [200, 202, 503]), "\(statuses)")
+        #expect(retryAfter.allSatisfy { $0 == "2" }, "\(retryAfter)")
+        #expect(try node.stats()["samples"] == .number(Double(2 * bodies.count)))
+        // The index catch-up reconnects too (its next poll after PostgreSQL is back): healthy again.
+        var health = try node.get("/healthz")
+        let healthDeadline = Date().addingTimeInterval(15)
+        while health.status != 200, Date() < healthDeadline {
+            usleep(200_000)
+            health = try node.get("/healthz")
+        }
+        #expect(health.status == 200, "\(health.text)")
+        #expect(node.stop() == 0)
+        print("postgres restart: \(bodies.count) batches, statuses \(statuses.sorted { $0.key < $1.key }), all acknowledged once")
+    }
+
+    @Test func startUpWithPostgresUnreachableExitsClearlyOrWaitsWhenConfigured() throws {
+        let postgres = try TestPostgres()
+        try postgres.stop()
+        let url = "postgres://kbtd:s3cret-pw@127.0.0.1:\(postgres.port)/kbtd"
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let refused = try runKBTD(["serve", "--listen", "127.0.0.1:0", "--database", url])
+        #expect(refused.status == 69)
+        #expect(refused.stderr.contains("cannot use the PostgreSQL database postgres://kbtd@127.0.0.1:\(postgres.port)/kbtd"),
+                "\(refused.stderr)")
+        #expect(!refused.stderr.contains("s3cret-pw"))
+        let stats = try runKBTD(["stats", "--database", url])
+        #expect(stats.status == 66)
+        #expect(!stats.stderr.contains("s3cret-pw"))
+        let badURL = try runKBTD(["serve", "--database", "postgres://kbtd:s3cret-pw@127.0.0.1:99999/kbtd"])
+        #expect(badURL.status == 78)
+        #expect(badURL.stderr.contains("port"))
+        #expect(!badURL.stderr.contains("s3cret-pw"))
+
+        // With database_wait_seconds, start-up waits for PostgreSQL instead.
+        let node = Self.node(postgres, url: url, environment: ["KBTD_DATABASE_WAIT_SECONDS": "60"])
+        // Longer than one connection attempt (5 s), so start-up sees a failure and says it waits.
+        let starter = Thread {
+            usleep(6_500_000)
+            try? postgres.start()
+        }
+        starter.start()
+        try node.start()
+        while starter.isExecuting { usleep(1_000) }
+        #expect(node.log_().contains("waiting up to 60.0 s for PostgreSQL"))
+        #expect(!node.log_().contains("s3cret-pw"))
+        #expect(try node.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip").status == 202)
+        #expect(node.stop() == 0)
+    }
+
+    @Test func countsMergeByAdditionBatchIDsComeAlongAndASecondRunIsRefused() throws {
+        let postgres = try TestPostgres()
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("kbtd.sqlite").path
+        // The embedded installation: 30 batches through a real daemon.
+        let embedded = TestDaemon(database: file)
+        try embedded.start()
+        var bodies: [[UInt8]] = []
+        for i in 0..<30 {
+            let body = gzip(batchBody(screen: "393x852", samples: shows(2, height: i % 3 == 0 ? 392 : 336, language: "ja-JP")))
+            bodies.append(body)
+            #expect(try embedded.post(body, encoding: "gzip").status == 202)
+        }
+        #expect(embedded.stop() == 0)
+        let before = try SQLiteTelemetryStore(path: file, access: .readOnly).loadCounts()
+
+        // PostgreSQL already holds counts of its own (a node ran there): they add up.
+        let node = TestDaemon(database: postgres.url)
+        try node.start()
+        #expect(try node.post(gzip(batchBody(samples: shows(5, height: 336, language: "ja-JP"))), encoding: "gzip").status == 202)
+        #expect(node.stop() == 0)
+
+        let first = try runKBTD(["migrate", "--from", file, "--to", postgres.url])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("60 samples, 30 batch ids (30 new there)"), "\(first.stdout)")
+        let second = try runKBTD(["migrate", "--from", file, "--to", postgres.url])
+        #expect(second.status == 65)
+        #expect(second.stderr.contains("already imported"), "\(second.stderr)")
+
+        let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
+        defer { database.close() }
+        let after = try PostgresTelemetryStore(database: database, migrate: false, forWriting: false).loadCounts()
+        // Every height count is the file's plus the node's own 5 samples at 336 pt.
+        #expect(after.animations.values.reduce(0, +) == 65)
+        #expect(Set(after.heights.keys) == Set(before.heights.keys))
+        for (key, count) in after.heights {
+            #expect(count == before.heights[key, default: 0] + (key.halfPoints == 672 ? 5 : 0), "\(key)")
+        }
+        #expect(after.screens == before.screens)
+
+        // A phone's retry after the move is a duplicate on the PostgreSQL node.
+        try node.start()
+        #expect(try node.post(bodies[7], encoding: "gzip").status == 200)
+        let stats = try node.stats()
+        #expect(stats["samples"] == .number(65))
+        #expect(node.stop() == 0)
+    }
+}

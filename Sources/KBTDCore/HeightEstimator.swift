@@ -241,16 +241,15 @@ public struct HeightEstimator: Sendable {
                 differences = measuredDifferences(reference.language, onOS: nil)
             }
             guard !differences.isEmpty else { continue }
-            differences.sort()
-            let median = differences[(differences.count - 1) / 2]
-            return answer(referenceStats, basis: .modelLanguageDelta, fallback: fallback, shift: median)
+            return answer(referenceStats, basis: .modelLanguageDelta, fallback: fallback,
+                          shift: Self.lowerMedian(differences))
         }
         return nil
     }
 
     /// Level 4 on one OS major: the model's heights for any language on that OS, when the
-    /// data shows that this OS major moved the keyboards of the model's best-supported
-    /// language there (nil otherwise: the any-OS level answers).
+    /// data shows that this OS major moved the keyboards of the languages the model measured
+    /// there (nil otherwise: the any-OS level answers).
     private func modelOnOS(_ query: HeightQuery, osMajor: Int, in index: some HeightLevels) -> LevelStats? {
         let series = index.languages(ofModel: query.model)
             .filter { $0.orientation == query.orientation && $0.keyboardType == query.keyboardType }
@@ -269,8 +268,9 @@ public struct HeightEstimator: Sendable {
     /// on their other OS majors, for one (language, orientation, type): the median, over models that
     /// measured the language on `osMajor` and on another OS major, of the difference between the
     /// mode there and the mode on their best-supported other OS major is not zero, and at least
-    /// `minimumShiftModels` models measured it (else the same question for the default keyboard). A release that moved keyboards shows on most
-    /// models at once; one model's odd devices on a thin OS major do not move the median.
+    /// `minimumShiftModels` models measured it (else the same question for the default keyboard).
+    /// A release that moved keyboards shows on most models at once; one model's odd devices on a
+    /// thin OS major do not move the median.
     public func osMoved(_ osMajor: Int, languages: [String], orientation: Orientation, keyboardType: String,
                  in index: some HeightLevels) -> Bool {
         let otherMajors = index.osMajors.subtracting([osMajor]).sorted()
@@ -284,7 +284,7 @@ public struct HeightEstimator: Sendable {
                 return (stats.votes.total, mode)
             }
             for model in index.models(withLanguage: LanguageKey(language: language, orientation: orientation,
-                                                                keyboardType: keyboardType)).sorted() {
+                                                                keyboardType: keyboardType)) {
                 guard let here = mode(model, osMajor),
                       let there = otherMajors.compactMap({ mode(model, $0) }).max(by: { $0.votes < $1.votes }) else { continue }
                 differences.append(here.mode - there.mode)
@@ -296,8 +296,12 @@ public struct HeightEstimator: Sendable {
             return keyboardType != "default"
                 && osMoved(osMajor, languages: languages, orientation: orientation, keyboardType: "default", in: index)
         }
-        differences.sort()
-        return differences[(differences.count - 1) / 2] != 0
+        return Self.lowerMedian(differences) != 0
+    }
+
+    /// The lower median of a non-empty list.
+    static func lowerMedian(_ values: [Int]) -> Int {
+        values.sorted()[(values.count - 1) / 2]
     }
 
     /// Level 5: every model that reported the query's screen (or, without

@@ -14,6 +14,11 @@ public final class PostgresDatabase: Sendable {
     /// How long a lease may wait for a connection before the operation fails
     /// (PostgreSQL down): the writer answers 503 instead of holding requests.
     let leaseTimeout: Duration
+    /// How long a leased operation may run before it is given up and its
+    /// connection closed (the server then rolls back whatever it had not
+    /// committed): a connection that stops answering (seen once after a
+    /// PostgreSQL restart) must not hold the writer, and with it shutdown, forever.
+    let operationTimeout: Duration
     private let runner: Task<Void, Never>
     private let state = Mutex(PoolState())
 
@@ -34,7 +39,8 @@ public final class PostgresDatabase: Sendable {
 
     /// - Parameters:
     ///   - maxConnections: pool size (the writer needs one, catch-up one, reads the rest).
-    public init(url: PostgresURL, maxConnections: Int = 4, leaseTimeout: Duration = .seconds(5), logger: Logger) {
+    public init(url: PostgresURL, maxConnections: Int = 4, leaseTimeout: Duration = .seconds(5),
+                operationTimeout: Duration = .seconds(60), logger: Logger) {
         var configuration = url.configuration()
         configuration.options.maximumConnections = max(2, maxConnections)
         configuration.options.minimumConnections = 0
@@ -42,6 +48,7 @@ public final class PostgresDatabase: Sendable {
         self.url = url
         self.logger = logger
         self.leaseTimeout = leaseTimeout
+        self.operationTimeout = operationTimeout
         let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "kbtd.postgres", factory: { _ in SwiftLogNoOpLogHandler() }))
         self.client = client
         // On the bridge's queue, not the cooperative pool: callers of `blocking` may hold every pool thread.
@@ -60,30 +67,44 @@ public final class PostgresDatabase: Sendable {
     }
 
     /// Leases a connection for `body`. Waiting for the lease is bounded by
-    /// `leaseTimeout`; once `body` runs it is never cancelled (a transaction is
-    /// committed or rolled back whole).
-    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        let timeout = leaseTimeout
+    /// `leaseTimeout`; once `body` runs it is not cancelled (a transaction is
+    /// committed or rolled back whole), but after `operationTimeout` the caller
+    /// is answered with a failure and the connection is closed, which makes the
+    /// server roll back an open transaction. A batch whose COMMIT did reach the
+    /// server is then answered 503 although stored; its retry finds the claimed
+    /// id and is answered 200 `duplicate`, so nothing is counted twice.
+    /// `deadline` replaces `operationTimeout` for this operation.
+    public func withConnection<T: Sendable>(deadline: Duration? = nil,
+                                            _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let (timeout, operationTimeout) = (leaseTimeout, deadline ?? self.operationTimeout)
         do {
-            // The lease runs in a task of its own: when no connection comes in time, the caller is
-            // answered at once, and a lease granted later is released unused (the gate says so).
+            // The lease runs in a task of its own: when no connection comes in time, or the
+            // operation stops answering, the caller is answered at once (the gate decides once).
             let value: T = try await withCheckedThrowingContinuation { continuation in
                 let gate = LeaseGate<T>(continuation)
-                let timer = Task(executorPreference: BridgeExecutor.shared) {
+                let watchdog = Task(executorPreference: BridgeExecutor.shared) {
                     try? await Task.sleep(for: timeout)
+                    if Task.isCancelled { return }
                     gate.expire(Failure(description: "no connection to PostgreSQL within \(timeout)"))
+                    // Running by now: give it the operation's own bound, counted from here.
+                    try? await Task.sleep(for: operationTimeout)
+                    if Task.isCancelled { return }
+                    if let connection = gate.abandon(Failure(description: "PostgreSQL did not answer within \(operationTimeout)")) {
+                        try? await connection.close()
+                    }
                 }
                 Task(executorPreference: BridgeExecutor.shared) {
                     do {
                         let value = try await self.client.withConnection { connection in
-                            guard gate.begin() else { throw Failure(description: "connection lease given up") }
-                            timer.cancel()
+                            guard gate.begin(connection) else { throw Failure(description: "connection lease given up") }
                             self.state.withLock { $0.leased += 1 }
                             defer { self.state.withLock { $0.leased -= 1 } }
                             return try await body(connection)
                         }
+                        watchdog.cancel()
                         gate.finish(.success(value))
                     } catch {
+                        watchdog.cancel()
                         gate.finish(.failure(error))
                     }
                 }
@@ -103,9 +124,10 @@ public final class PostgresDatabase: Sendable {
 
     /// Runs `body` in a transaction (`BEGIN` ... `COMMIT`, `ROLLBACK` on a throw).
     public func withTransaction<T: Sendable>(
+        deadline: Duration? = nil,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await withConnection { connection in
+        try await withConnection(deadline: deadline) { connection in
             try await connection.query("BEGIN", logger: self.logger)
             do {
                 let value = try await body(connection)
@@ -151,18 +173,32 @@ public protocol KBTDDecision: Error {}
 /// or the wait expired first (`expire`) and a connection granted later is handed back.
 final class LeaseGate<T: Sendable>: Sendable {
     private enum Phase { case waiting, running, done }
-    private let state: Mutex<(phase: Phase, continuation: CheckedContinuation<T, any Error>?)>
+    private let state: Mutex<(phase: Phase, continuation: CheckedContinuation<T, any Error>?, connection: PostgresConnection?)>
 
     init(_ continuation: CheckedContinuation<T, any Error>) {
-        state = Mutex((.waiting, continuation))
+        state = Mutex((.waiting, continuation, nil))
     }
 
-    func begin() -> Bool {
+    func begin(_ connection: PostgresConnection) -> Bool {
         state.withLock { state in
             guard state.phase == .waiting else { return false }
             state.phase = .running
+            state.connection = connection
             return true
         }
+    }
+
+    /// Gives up an operation that has run too long: answers the caller and
+    /// returns the connection to close (nil when the operation already ended).
+    func abandon(_ error: any Error) -> PostgresConnection? {
+        let (continuation, connection) = state.withLock { state -> (CheckedContinuation<T, any Error>?, PostgresConnection?) in
+            guard state.phase == .running else { return (nil, nil) }
+            state.phase = .done
+            defer { state.continuation = nil; state.connection = nil }
+            return (state.continuation, state.connection)
+        }
+        continuation?.resume(throwing: error)
+        return connection
     }
 
     func expire(_ error: any Error) {
@@ -178,7 +214,7 @@ final class LeaseGate<T: Sendable>: Sendable {
     func finish(_ result: Result<T, any Error>) {
         let continuation = state.withLock { state -> CheckedContinuation<T, any Error>? in
             state.phase = .done
-            defer { state.continuation = nil }
+            defer { state.continuation = nil; state.connection = nil }
             return state.continuation
         }
         continuation?.resume(with: result)

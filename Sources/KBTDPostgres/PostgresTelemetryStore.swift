@@ -121,7 +121,9 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
     }
 
     static func commitTransaction(_ input: CommitInput, database: PostgresDatabase, marks: CommitLogMarks) async throws -> CommitOutcome {
-        try await database.withTransaction { connection in
+        // A group commit takes milliseconds; one that has not answered in 10 s is given up (its
+        // connection closed, so an unfinished transaction rolls back) and its batches answered 503.
+        try await database.withTransaction(deadline: .seconds(10)) { connection in
             let logger = database.logger
             do {
                 try await connection.query("SET LOCAL synchronous_commit = on", logger: logger)

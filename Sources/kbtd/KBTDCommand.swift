@@ -98,7 +98,7 @@ func openPostgres(_ text: String) throws -> any TelemetryReader {
     } catch {
         throw fail("database (a PostgreSQL URL): \(error.description)", code: ExitStatus.config)
     }
-    let database = PostgresDatabase(url: url, maxConnections: 2, logger: Logger(label: "kbtd"))
+    let database = PostgresDatabase(url: url, maxConnections: 2, operationTimeout: .seconds(3600), logger: Logger(label: "kbtd"))
     do {
         return try PostgresTelemetryStore(database: database, migrate: false, forWriting: false)
     } catch {

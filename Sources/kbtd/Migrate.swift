@@ -43,7 +43,7 @@ struct Migrate: ParsableCommand {
         } catch {
             throw fail("--from: cannot read database \(from): \(error)", code: ExitStatus.noInput)
         }
-        let database = PostgresDatabase(url: url, maxConnections: 2, logger: Logger(label: "kbtd"))
+        let database = PostgresDatabase(url: url, maxConnections: 2, operationTimeout: .seconds(3600), logger: Logger(label: "kbtd"))
         defer { database.close() }
         let start = ContinuousClock.now
         let newIDs: Int

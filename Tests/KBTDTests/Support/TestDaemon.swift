@@ -127,27 +127,52 @@ final class TestDaemon: @unchecked Sendable {
         (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
     }
 
-    /// SIGTERM, then wait; returns the exit status.
+    /// SIGTERM, then wait; returns the exit status. A daemon that has not
+    /// exited after `seconds` is killed (its stacks are logged first) and
+    /// `stop` returns `Self.hung`, so a shutdown hang fails the test instead
+    /// of stalling the whole run.
     @discardableResult
-    func stop() -> Int32 {
+    func stop(seconds: Double = 90) -> Int32 {
         guard let process else { return -1 }
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
+        return waitForExit(seconds: seconds)
+    }
+
+    /// What `stop` and `waitForExit` return for a daemon that did not exit in time.
+    static let hung: Int32 = -99
+
+    /// Waits for the process to exit; returns its status, or `Self.hung` after
+    /// `seconds` (the process is then killed, after its threads' stacks are
+    /// printed when gdb is installed).
+    func waitForExit(seconds: Double = 90) -> Int32 {
+        guard let process else { return -1 }
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
         self.process = nil
+        guard !process.isRunning else {
+            Self.dumpStacks(of: process.processIdentifier)
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return Self.hung
+        }
+        process.waitUntilExit()
         return process.terminationStatus
+    }
+
+    /// Prints every thread's backtrace of `pid` to the test run's stderr (for a hang's diagnosis); needs gdb.
+    static func dumpStacks(of pid: Int32) {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gdb") else { return }
+        let gdb = Process()
+        gdb.executableURL = URL(fileURLWithPath: "/bin/sh")
+        gdb.arguments = ["-c", "echo \"== kbtd $0 did not exit in time; its threads:\" >&2; "
+                         + "timeout 60 gdb -p \"$0\" -batch -ex 'thread apply all bt 30' >&2 2>&1", "\(pid)"]
+        try? gdb.run()
+        gdb.waitUntilExit()
     }
 
     /// Sends a signal without waiting.
     func signal(_ number: Int32) {
         if let process { kill(process.processIdentifier, number) }
-    }
-
-    /// Waits for the process to exit; returns its status.
-    func waitForExit() -> Int32 {
-        guard let process else { return -1 }
-        process.waitUntilExit()
-        self.process = nil
-        return process.terminationStatus
     }
 
     /// Waits until the current run's log contains `text`.

@@ -35,7 +35,8 @@ struct CommandResult {
     var stderr: String
 }
 
-func runKBTD(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+/// A command still running after `timeout` seconds is killed (SIGKILL), so a hang fails its test instead of stalling the run.
+func runKBTD(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 300) throws -> CommandResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: TestPaths.kbtdBinary)
     process.arguments = arguments
@@ -46,9 +47,13 @@ func runKBTD(_ arguments: [String], environment: [String: String] = [:]) throws 
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    let pid = process.processIdentifier
+    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    watchdog.cancel()
     return CommandResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
                          stderr: String(decoding: stderr, as: UTF8.self))
 }

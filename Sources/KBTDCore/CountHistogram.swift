@@ -1,19 +1,26 @@
 /// Counts per integer bin (half points for heights, log buckets for latency,
 /// milliseconds for durations), with the mode and nearest-rank percentiles.
 ///
-/// Kept as one small array of (bin, count) sorted by bin, not a dictionary: a
-/// key almost always has one to three bins, and the index holds millions of
-/// histograms, so a dictionary's allocation per histogram dominated memory.
+/// The index holds three of these per level of every key, and a real key
+/// almost always has one bin (a model, OS, language and keyboard type have one
+/// height), so one bin is held inline and only a second bin spills into a
+/// heap array of (bin, count) sorted by bin: an index of a million keys then
+/// makes no heap allocation for most of its histograms.
 public struct CountHistogram: Sendable, Equatable {
     struct Entry: Sendable, Equatable {
         var bin: Int
         var count: Int64
     }
 
-    private var entries: [Entry] = []
+    /// Every bin, sorted, when the histogram is not "empty" or "one inline bin".
+    private var spilled: [Entry]?
     public private(set) var total: Int64 = 0
+    /// The one bin held inline (its count is `total`), or `noBin`. Used only while `spilled` is nil.
+    private var inlineBin = Self.noBin
+    private static let noBin = Int32.min
+
     /// Distinct bins held.
-    public var binCount: Int { entries.count }
+    public var binCount: Int { spilled?.count ?? (inlineBin == Self.noBin ? 0 : 1) }
 
     public init() {}
 
@@ -21,23 +28,80 @@ public struct CountHistogram: Sendable, Equatable {
         for (bin, count) in counts { add(bin, count) }
     }
 
+    /// A histogram holding exactly these sorted entries and total (for tests and references).
+    init(entries: [Entry], total: Int64) {
+        store(entries, total: total)
+    }
+
+    /// The bins and counts, ascending by bin.
+    var entries: [Entry] {
+        if let spilled { return spilled }
+        return inlineBin == Self.noBin ? [] : [Entry(bin: Int(inlineBin), count: total)]
+    }
+
+    /// Calls `body` with each (bin, count), ascending by bin, without allocating.
+    func forEachEntry(_ body: (Int, Int64) -> Void) {
+        if let spilled {
+            for entry in spilled { body(entry.bin, entry.count) }
+        } else if inlineBin != Self.noBin {
+            body(Int(inlineBin), total)
+        }
+    }
+
+    /// Takes the entries out (leaving the histogram empty) so they can be changed without a copy.
+    private mutating func takeEntries() -> [Entry] {
+        let taken = entries
+        spilled = nil
+        inlineBin = Self.noBin
+        return taken
+    }
+
+    /// Sets the content, in its one canonical form (so `==` compares content).
+    private mutating func store(_ list: [Entry], total newTotal: Int64) {
+        total = newTotal
+        if list.isEmpty && newTotal == 0 {
+            spilled = nil
+            inlineBin = Self.noBin
+        } else if list.count == 1, list[0].count == newTotal, let bin = Int32(exactly: list[0].bin), bin != Self.noBin {
+            spilled = nil
+            inlineBin = bin
+        } else {
+            spilled = list
+            inlineBin = Self.noBin
+        }
+    }
+
     public mutating func add(_ bin: Int, _ count: Int64 = 1) {
         guard count != 0 else { return }
-        var low = 0, high = entries.count
+        if spilled == nil {
+            if inlineBin == Self.noBin, total == 0, let small = Int32(exactly: bin), small != Self.noBin {
+                inlineBin = small
+                total = count
+                return
+            }
+            if inlineBin != Self.noBin, Int(inlineBin) == bin {
+                total += count  // the inline bin's count is the total
+                return
+            }
+        }
+        var list = takeEntries()
+        var newTotal = total
+        var low = 0, high = list.count
         while low < high {
             let middle = (low + high) / 2
-            if entries[middle].bin < bin { low = middle + 1 } else { high = middle }
+            if list[middle].bin < bin { low = middle + 1 } else { high = middle }
         }
-        if low < entries.count && entries[low].bin == bin {
-            entries[low].count += count
+        if low < list.count && list[low].bin == bin {
+            list[low].count += count
         } else {
-            entries.insert(Entry(bin: bin, count: count), at: low)
+            list.insert(Entry(bin: bin, count: count), at: low)
         }
-        total += count
+        newTotal += count
+        store(list, total: newTotal)
     }
 
     public mutating func merge(_ other: CountHistogram) {
-        for entry in other.entries { add(entry.bin, entry.count) }
+        other.forEachEntry { add($0, $1) }
     }
 
     /// Adds `other` keeping at most `limit` bins: a new bin past the limit
@@ -46,24 +110,34 @@ public struct CountHistogram: Sendable, Equatable {
     /// client that sprays every height from growing the index without bound,
     /// while the mode (what is served) survives.
     public mutating func merge(_ other: CountHistogram, limit: Int) {
-        for entry in other.entries {
-            if entries.count < limit || entries.contains(where: { $0.bin == entry.bin }) {
-                add(entry.bin, entry.count)
-            } else if let weakest = entries.indices.min(by: { entries[$0].count < entries[$1].count }),
-                      entries[weakest].count < entry.count {
-                entries.remove(at: weakest)  // its count stays in `total`
-                add(entry.bin, entry.count)
+        other.forEachEntry { bin, count in
+            if binCount < limit || contains(bin) {
+                add(bin, count)
+                return
+            }
+            var list = takeEntries()
+            let oldTotal = total
+            if let weakest = list.indices.min(by: { list[$0].count < list[$1].count }), list[weakest].count < count {
+                list.remove(at: weakest)  // its count stays in `total`
+                store(list, total: oldTotal)
+                add(bin, count)
             } else {
-                total += entry.count
+                store(list, total: oldTotal + count)
             }
         }
+    }
+
+    private func contains(_ bin: Int) -> Bool {
+        if let spilled { return spilled.contains { $0.bin == bin } }
+        return inlineBin != Self.noBin && Int(inlineBin) == bin
     }
 
     /// The most frequent bin; on a tie the larger bin wins, because a keyboard
     /// estimate that is too tall leaves a gap while one too short hides the input bar.
     public var mode: Int? {
+        guard let spilled else { return inlineBin != Self.noBin && total > 0 ? Int(inlineBin) : nil }
         var best: Entry?
-        for entry in entries where entry.count > 0 {
+        for entry in spilled where entry.count > 0 {
             if let current = best, entry.count < current.count { continue }
             best = entry  // bins ascend: an equal count later is a larger bin
         }
@@ -74,12 +148,13 @@ public struct CountHistogram: Sendable, Equatable {
     /// cumulative count reaches ceil(q × total).
     public func percentile(_ q: Double) -> Int? {
         guard total > 0 else { return nil }
+        guard let spilled else { return inlineBin == Self.noBin ? nil : Int(inlineBin) }
         let rank = max(1, Int64((q * Double(total)).rounded(.up)))
         var cumulative: Int64 = 0
-        for entry in entries {
+        for entry in spilled {
             cumulative += entry.count
             if cumulative >= rank { return entry.bin }
         }
-        return entries.last?.bin
+        return spilled.last?.bin
     }
 }

@@ -26,8 +26,8 @@ extension HeightEstimator {
     /// down the chain: that keeps the cost linear in the model's own keys.
     /// With `screen`, a model nobody has measured yet gets the languages that
     /// models of that screen measured, answered by the `screen+language` level.
-    public func allEstimates(model: String, osMajor: Int?, screen: ScreenSize? = nil, in index: HeightIndex) -> JSONOutput {
-        let own = index.keysByModel[model] ?? []
+    public func allEstimates(model: String, osMajor: Int?, screen: ScreenSize? = nil, in index: some HeightLevels) -> JSONOutput {
+        let own = index.languages(ofModel: model)
         var estimates: [JSONOutput] = []
         var truncated = false
         func list(_ key: ModelLanguageKey, _ estimate: HeightEstimate) -> Bool {
@@ -64,7 +64,7 @@ extension HeightEstimator {
             }
         }
         let defaults: [(String, JSONOutput)] = Orientation.allCases.map { orientation in
-            let modelStats = index.byModel[ModelKey(model: model, orientation: orientation, keyboardType: "default")]
+            let modelStats = index.model(ModelKey(model: model, orientation: orientation, keyboardType: "default"))
             let fallback: HeightEstimate
             if let stats = modelStats, supports(stats) {
                 fallback = estimate(HeightQuery(model: model, language: "", osMajor: nil, orientation: orientation), in: index)

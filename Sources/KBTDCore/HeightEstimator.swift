@@ -123,18 +123,18 @@ public struct HeightEstimator: Sendable {
     }
 
     /// The answer from the model's own data for this language (levels 1 and 2), or nil.
-    public func ownEstimate(_ query: HeightQuery, in index: HeightIndex) -> HeightEstimate? {
-        let modelStats = index.byModel[ModelKey(model: query.model, orientation: query.orientation, keyboardType: query.keyboardType)]
+    public func ownEstimate(_ query: HeightQuery, in index: some HeightLevels) -> HeightEstimate? {
+        let modelStats = index.model(ModelKey(model: query.model, orientation: query.orientation, keyboardType: query.keyboardType))
         if let osMajor = query.osMajor {
             let series = SeriesKey(model: query.model, osMajor: osMajor, language: query.language,
                                    orientation: query.orientation, keyboardType: query.keyboardType)
-            if let stats = index.bySeries[series], let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
+            if let stats = index.series(series), let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
                 return estimate
             }
         }
         let modelLanguage = ModelLanguageKey(model: query.model, language: query.language,
                                              orientation: query.orientation, keyboardType: query.keyboardType)
-        if let stats = index.byModelLanguage[modelLanguage] {
+        if let stats = index.modelLanguage(modelLanguage) {
             return answer(stats, basis: .modelLanguage, fallback: modelStats)
         }
         return nil

@@ -2,20 +2,38 @@
 /// of the fallback chain pre-merged, so an answer is a few dictionary lookups.
 /// The daemon's `LiveHeights` applies each commit's delta to it in place,
 /// under its lock.
+///
+/// Compact, because it holds every key kbtd knows (a million keys must fit in
+/// a few hundred MB):
+/// - model, language and keyboard-type strings are held once each
+///   (`IndexStrings`); keys are small structs of their numbers;
+/// - every level's stats live in one array (`slots`); a level key maps to a slot;
+/// - a `model+language` or `model` key fed by one exact key so far (one OS
+///   major, one language) shares that key's slot instead of holding a copy:
+///   both levels have merged the very same deltas in the same order, so their
+///   stats are equal. The second exact key to feed it gives it its own slot,
+///   starting from a copy of the shared one;
+/// - `LevelStats` holds a key's usual single bin, source and animation inline.
 public struct HeightIndex: Sendable {
-    public private(set) var bySeries: [SeriesKey: LevelStats] = [:]
-    public private(set) var byModelLanguage: [ModelLanguageKey: LevelStats] = [:]
-    public private(set) var byModel: [ModelKey: LevelStats] = [:]
+    var strings = IndexStrings()
+    /// Every level's stats; levels refer to them by position.
+    var slots: [LevelStats] = []
+    var seriesSlots: [PackedSeriesKey: UInt32] = [:]
+    var modelLanguageSlots: [PackedLevelKey: LevelSlot] = [:]
+    var modelSlots: [PackedLevelKey: LevelSlot] = [:]
+    /// model → its model+language keys, in the order they appeared, for `/v1/heights`.
+    var modelLanguagesByModel: [UInt32: [PackedLevelKey]] = [:]
     /// (language, orientation, type) → models with docked heights for it.
     public private(set) var modelsByLanguage: [LanguageKey: Set<String>] = [:]
-    /// model → its model+language keys, for `/v1/heights`.
-    public private(set) var keysByModel: [String: Set<ModelLanguageKey>] = [:]
     /// Which screens each model reported (the `screen+language` level).
     public private(set) var screens = ScreenDirectory()
     /// Every OS major with docked heights (a handful), for the estimator's OS-shift check.
     public private(set) var osMajors: Set<Int> = []
 
     public init() {}
+
+    /// Exact keys (`model+os+language`) in the index.
+    public var seriesCount: Int { seriesSlots.count }
 
     /// Adds a delta (a commit's counts, or the whole store at start-up).
     public mutating func apply(_ delta: AggregateDelta) {
@@ -35,20 +53,162 @@ public struct HeightIndex: Sendable {
         for (key, count) in delta.animations where key.event == .show {
             touched[key.series, default: LevelStats()].addShowAnimation(key.bin, count)
         }
-        for (series, stats) in touched {
-            bySeries[series, default: LevelStats()].merge(stats)
-            let modelLanguage = ModelLanguageKey(model: series.model, language: series.language,
-                                                 orientation: series.orientation, keyboardType: series.keyboardType)
-            byModelLanguage[modelLanguage, default: LevelStats()].merge(stats)
-            byModel[ModelKey(model: series.model, orientation: series.orientation, keyboardType: series.keyboardType),
-                    default: LevelStats()].merge(stats)
-            keysByModel[series.model, default: []].insert(modelLanguage)
+        // In key order: where a level's bins, sources or animations pass their caps, what it
+        // keeps depends on the order of its merges, which must not be a dictionary's
+        // (per-instance, per-process) iteration order.
+        for series in touched.keys.sorted() {
+            let stats = touched[series]!
+            let model = strings.intern(series.model)
+            let language = strings.intern(series.language)
+            let kind = PackedLevelKey.kind(orientation: series.orientation, keyboardType: strings.intern(series.keyboardType))
+            let seriesKey = PackedSeriesKey(model: model, language: language, kind: kind, os: strings.intern(os: series.osMajor))
+            let seriesSlot: UInt32
+            if let slot = seriesSlots[seriesKey] {
+                seriesSlot = slot
+                slots[Int(slot)].merge(stats)
+            } else {
+                seriesSlot = Self.newSlot(LevelStats(), in: &slots)
+                slots[Int(seriesSlot)].merge(stats)
+                seriesSlots[seriesKey] = seriesSlot
+            }
+            let modelLanguage = PackedLevelKey(model: model, language: language, kind: kind)
+            if Self.merge(stats, into: &modelLanguageSlots, modelLanguage, from: seriesSlot, slots: &slots) {
+                modelLanguagesByModel[model, default: []].append(modelLanguage)
+            }
+            Self.merge(stats, into: &modelSlots, PackedLevelKey(model: model, language: PackedLevelKey.anyLanguage, kind: kind),
+                       from: seriesSlot, slots: &slots)
             if stats.heights.total > 0 {
-                modelsByLanguage[LanguageKey(language: series.language, orientation: series.orientation,
-                                             keyboardType: series.keyboardType), default: []].insert(series.model)
+                modelsByLanguage[LanguageKey(language: strings[language], orientation: series.orientation,
+                                             keyboardType: strings[PackedLevelKey.keyboardType(of: kind)]),
+                                 default: []].insert(strings[model])
                 osMajors.insert(series.osMajor)
             }
         }
         for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }
     }
+
+    private static func newSlot(_ stats: LevelStats, in slots: inout [LevelStats]) -> UInt32 {
+        slots.append(stats)
+        return UInt32(slots.count - 1)
+    }
+
+    /// Merges one exact key's delta into a coarser level (the exact key's own
+    /// slot, `seriesSlot`, already holds it); returns whether the level key is new.
+    @discardableResult
+    private static func merge(_ stats: LevelStats, into level: inout [PackedLevelKey: LevelSlot], _ key: PackedLevelKey,
+                              from seriesSlot: UInt32, slots: inout [LevelStats]) -> Bool {
+        guard let entry = level[key] else {
+            // A new level key: so far it is exactly this exact key.
+            level[key] = LevelSlot(slot: seriesSlot, shared: true)
+            return true
+        }
+        if !entry.shared {
+            slots[Int(entry.slot)].merge(stats)
+        } else if entry.slot != seriesSlot {
+            // A second exact key feeds this level: from now on it holds its own stats.
+            var own = slots[Int(entry.slot)]
+            own.merge(stats)
+            level[key] = LevelSlot(slot: newSlot(own, in: &slots), shared: false)
+        }
+        return false
+    }
+
+    // MARK: lookups
+
+    func slot(_ key: SeriesKey) -> UInt32? {
+        guard let model = strings.id(key.model), let language = strings.id(key.language),
+              let type = strings.id(key.keyboardType), let os = strings.id(os: key.osMajor) else { return nil }
+        return seriesSlots[PackedSeriesKey(model: model, language: language,
+                                           kind: PackedLevelKey.kind(orientation: key.orientation, keyboardType: type), os: os)]
+    }
+
+    func levelKey(model: String, language: String?, orientation: Orientation, keyboardType: String) -> PackedLevelKey? {
+        guard let modelID = strings.id(model), let type = strings.id(keyboardType) else { return nil }
+        let languageID: UInt32
+        if let language {
+            guard let id = strings.id(language) else { return nil }
+            languageID = id
+        } else {
+            languageID = PackedLevelKey.anyLanguage
+        }
+        return PackedLevelKey(model: modelID, language: languageID,
+                              kind: PackedLevelKey.kind(orientation: orientation, keyboardType: type))
+    }
+
+    func seriesKey(_ key: PackedSeriesKey) -> SeriesKey {
+        SeriesKey(model: strings[key.model], osMajor: strings[os: key.os], language: strings[key.language],
+                  orientation: PackedLevelKey.orientation(of: key.kind),
+                  keyboardType: strings[PackedLevelKey.keyboardType(of: key.kind)])
+    }
+
+    func modelLanguageKey(_ key: PackedLevelKey) -> ModelLanguageKey {
+        ModelLanguageKey(model: strings[key.model], language: strings[key.language],
+                         orientation: PackedLevelKey.orientation(of: key.kind),
+                         keyboardType: strings[PackedLevelKey.keyboardType(of: key.kind)])
+    }
+}
+
+/// Where a coarser level's stats are: its own slot, or (`shared`) the slot of
+/// the one exact key that fed it so far.
+struct LevelSlot: Sendable {
+    var slot: UInt32
+    var shared: Bool
+}
+
+// MARK: views kept for callers that read the index as dictionaries
+
+extension HeightIndex {
+    /// The `model+os+language` level as a read-only dictionary.
+    public var bySeries: SeriesLevelView { SeriesLevelView(index: self) }
+    /// The `model+language` level as a read-only dictionary.
+    public var byModelLanguage: ModelLanguageLevelView { ModelLanguageLevelView(index: self) }
+    /// The `model` level as a read-only dictionary.
+    public var byModel: ModelLevelView { ModelLevelView(index: self) }
+    /// model → its model+language keys.
+    public var keysByModel: KeysByModelView { KeysByModelView(index: self) }
+}
+
+/// `HeightIndex.bySeries`: lookups are cheap; `keys`, `values` and iteration build arrays.
+public struct SeriesLevelView: Sequence, Sendable {
+    let index: HeightIndex
+
+    public subscript(key: SeriesKey) -> LevelStats? { index.series(key) }
+    public var count: Int { index.seriesSlots.count }
+    public var isEmpty: Bool { index.seriesSlots.isEmpty }
+    public var keys: [SeriesKey] { index.seriesSlots.keys.map(index.seriesKey) }
+    public var values: [LevelStats] { index.seriesSlots.values.map { index.slots[Int($0)] } }
+
+    public func makeIterator() -> IndexingIterator<[(key: SeriesKey, value: LevelStats)]> {
+        index.seriesSlots.map { (key: index.seriesKey($0.key), value: index.slots[Int($0.value)]) }.makeIterator()
+    }
+}
+
+/// `HeightIndex.byModelLanguage`.
+public struct ModelLanguageLevelView: Sendable {
+    let index: HeightIndex
+
+    public subscript(key: ModelLanguageKey) -> LevelStats? { index.modelLanguage(key) }
+    public var count: Int { index.modelLanguageSlots.count }
+    public var keys: [ModelLanguageKey] { index.modelLanguageSlots.keys.map(index.modelLanguageKey) }
+}
+
+/// `HeightIndex.byModel`.
+public struct ModelLevelView: Sendable {
+    let index: HeightIndex
+
+    public subscript(key: ModelKey) -> LevelStats? { index.model(key) }
+    public var count: Int { index.modelSlots.count }
+}
+
+/// `HeightIndex.keysByModel`.
+public struct KeysByModelView: Sendable {
+    let index: HeightIndex
+
+    public subscript(model: String) -> Set<ModelLanguageKey>? {
+        guard let id = index.strings.id(model), let keys = index.modelLanguagesByModel[id] else { return nil }
+        return Set(keys.map(index.modelLanguageKey))
+    }
+
+    public var keys: [String] { index.modelLanguagesByModel.keys.map { index.strings[$0] } }
+    public var count: Int { index.modelLanguagesByModel.count }
 }

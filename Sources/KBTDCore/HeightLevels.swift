@@ -20,10 +20,28 @@ public protocol HeightLevels {
 }
 
 extension HeightIndex: HeightLevels {
-    public func series(_ key: SeriesKey) -> LevelStats? { bySeries[key] }
-    public func modelLanguage(_ key: ModelLanguageKey) -> LevelStats? { byModelLanguage[key] }
-    public func model(_ key: ModelKey) -> LevelStats? { byModel[key] }
-    public func languages(ofModel model: String) -> Set<ModelLanguageKey> { keysByModel[model] ?? [] }
+    public func series(_ key: SeriesKey) -> LevelStats? {
+        slot(key).map { slots[Int($0)] }
+    }
+
+    public func modelLanguage(_ key: ModelLanguageKey) -> LevelStats? {
+        guard let packed = levelKey(model: key.model, language: key.language, orientation: key.orientation,
+                                    keyboardType: key.keyboardType),
+              let entry = modelLanguageSlots[packed] else { return nil }
+        return slots[Int(entry.slot)]
+    }
+
+    public func model(_ key: ModelKey) -> LevelStats? {
+        guard let packed = levelKey(model: key.model, language: nil, orientation: key.orientation, keyboardType: key.keyboardType),
+              let entry = modelSlots[packed] else { return nil }
+        return slots[Int(entry.slot)]
+    }
+
+    public func languages(ofModel model: String) -> Set<ModelLanguageKey> {
+        guard let id = strings.id(model), let keys = modelLanguagesByModel[id] else { return [] }
+        return Set(keys.map(modelLanguageKey))
+    }
+
     public func models(withLanguage key: LanguageKey) -> Set<String> { modelsByLanguage[key] ?? [] }
     public func models(withScreen screen: ScreenSize) -> Set<String> { screens.models(withScreen: screen) }
     public func primaryScreen(of model: String) -> ScreenSize? { screens.primaryScreen(of: model) }

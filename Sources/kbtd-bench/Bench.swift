@@ -11,7 +11,7 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kbtd-bench",
         abstract: "Load generator and in-process references for kbtd's benchmarks.",
-        subcommands: [Decode.self, Ingest.self, Keys.self, Dashboard.self])
+        subcommands: [Decode.self, Ingest.self, Keys.self, IndexMemory.self, Dashboard.self])
 }
 
 /// The in-process reference: only inflating, decoding and validating (and

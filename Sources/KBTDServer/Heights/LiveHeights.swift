@@ -61,7 +61,7 @@ final class LiveHeights: Sendable {
     }
 
     /// Keys in the index.
-    var keyCount: Int { model.withLock { $0.index.bySeries.count } }
+    var keyCount: Int { model.withLock { $0.index.seriesCount } }
 
     private func invalidate() {
         cache.withLock { cache in

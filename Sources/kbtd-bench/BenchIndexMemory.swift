@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+import KBTDCore
+
+/// The index alone: builds a `HeightIndex` in this process from the same keys
+/// `kbtd-bench keys` sends the daemon (100 languages per model, one docked
+/// sample each from a trusted peer) and reports how much resident memory it
+/// added per key, without HTTP, SQLite or the key gate around it.
+struct IndexMemory: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "index-memory", abstract: "Resident memory per key of the in-memory height index, in-process.")
+    @Option var count = 100_000
+
+    func run() throws {
+        let perModel = 100
+        // The deltas are built first, so only the index's own growth is measured.
+        let deltas = stride(from: 0, to: count, by: perModel).map { first in
+            var delta = AggregateDelta()
+            for i in 0..<min(perModel, count - first) {
+                let series = SeriesKey(model: "Bench\(first / perModel)", osMajor: 26, language: "l\(i)",
+                                       orientation: .portrait, keyboardType: "default")
+                delta.heights[HeightCountKey(series: series, placement: .docked, halfPoints: 672)] = 1
+                delta.votes[SeriesBin(series: series, halfPoints: 672)] = 1
+                delta.safeAreas[SeriesBin(series: series, halfPoints: 0)] = 1
+                delta.sources[series] = [.trusted]
+                delta.animations[AnimationCountKey(series: series, event: .show, bin: AnimationBin(durationMs: 250, curve: 7))] = 1
+            }
+            return delta
+        }
+        let pid = ProcessInfo.processInfo.processIdentifier
+        let before = residentMiB(pid: pid) ?? .nan
+        var index = HeightIndex()
+        for delta in deltas { index.apply(delta) }
+        let added = (residentMiB(pid: pid) ?? .nan) - before
+        print(String(format: "index-memory: %d keys, %.1f MiB resident added, %.0f bytes per key",
+                     index.seriesCount, added, added * 1_048_576 / Double(max(1, index.seriesCount))))
+    }
+}

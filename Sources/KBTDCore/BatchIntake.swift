@@ -479,54 +479,45 @@ struct IntakeScanner {
             hardwareKeyboard: hardware)
     }
 
-    private func number(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Double {
+    /// A member's slot when it holds `kind` (nil when absent or null); throws, naming the field, for another type.
+    @inline(__always)
+    private func present(_ fields: SampleFields, _ field: Int, _ kind: ScannedKind, _ expected: String) throws(FieldError) -> SampleSlot? {
         let slot = fields[field]
-        guard slot.kind != .absent, slot.kind != .null else {
+        guard slot.kind != .absent, slot.kind != .null else { return nil }
+        guard slot.kind == kind else {
+            throw FieldError(field: SampleFields.names[field], reason: "must be \(expected), not \(slot.kind.typeName)")
+        }
+        return slot
+    }
+
+    /// As `present`, for a member that must be there.
+    @inline(__always)
+    private func required(_ fields: SampleFields, _ field: Int, _ kind: ScannedKind, _ expected: String) throws(FieldError) -> SampleSlot {
+        guard let slot = try present(fields, field, kind, expected) else {
             throw FieldError(field: SampleFields.names[field], reason: "is required")
         }
-        guard slot.kind == .number else {
-            throw FieldError(field: SampleFields.names[field], reason: "must be a number, not \(slot.kind.typeName)")
-        }
-        return slot.number
+        return slot
+    }
+
+    private func number(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Double {
+        try required(fields, field, .number, "a number").number
     }
 
     private func optionalNumber(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Double? {
-        let slot = fields[field]
-        guard slot.kind != .absent, slot.kind != .null else { return nil }
-        guard slot.kind == .number else {
-            throw FieldError(field: SampleFields.names[field], reason: "must be a number, not \(slot.kind.typeName)")
-        }
-        return slot.number
+        try present(fields, field, .number, "a number")?.number
     }
 
     /// A required string member's code.
     private func string(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Int {
-        let slot = fields[field]
-        guard slot.kind != .absent, slot.kind != .null else {
-            throw FieldError(field: SampleFields.names[field], reason: "is required")
-        }
-        guard slot.kind == .string else {
-            throw FieldError(field: SampleFields.names[field], reason: "must be a string, not \(slot.kind.typeName)")
-        }
-        return slot.code
+        try required(fields, field, .string, "a string").code
     }
 
     private func optionalString(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Int? {
-        let slot = fields[field]
-        guard slot.kind != .absent, slot.kind != .null else { return nil }
-        guard slot.kind == .string else {
-            throw FieldError(field: SampleFields.names[field], reason: "must be a string, not \(slot.kind.typeName)")
-        }
-        return slot.code
+        try present(fields, field, .string, "a string")?.code
     }
 
     private func optionalBool(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Bool? {
-        let slot = fields[field]
-        guard slot.kind != .absent, slot.kind != .null else { return nil }
-        guard slot.kind == .bool else {
-            throw FieldError(field: SampleFields.names[field], reason: "must be a boolean, not \(slot.kind.typeName)")
-        }
-        return slot.flag
+        try present(fields, field, .bool, "a boolean")?.flag
     }
 
     // MARK: Members

@@ -26,7 +26,8 @@ struct Transport: Sendable {
         let options = Self.options(for: socket, settings)
         return ListenerChannel(
             http1: http1, tls: options.tls ? tls : nil, proxyProtocol: options.proxyProtocol, clients: clients,
-            metrics: metrics, handshakeTimeout: .seconds(Int64(settings.limits.headerTimeoutSeconds)))
+            metrics: metrics, handshakeTimeout: .seconds(Int64(settings.limits.headerTimeoutSeconds)),
+            idleTimeout: .seconds(Int64(settings.limits.idleTimeoutSeconds)))
     }
 
     /// What `socket` speaks. Unix sockets are plain. A TCP socket takes its `listen` entry's

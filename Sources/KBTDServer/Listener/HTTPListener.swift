@@ -110,14 +110,19 @@ extension HTTP1Channel {
         let header = TimeAmount.seconds(Int64(limits.headerTimeoutSeconds))
         let body = TimeAmount.seconds(Int64(limits.bodyTimeoutSeconds))
         let idle = TimeAmount.seconds(Int64(limits.idleTimeoutSeconds))
-        var configuration = HTTP1Channel.Configuration(idleTimeout: idle)
-        // Added after Hummingbird's codec: sees request heads and ends, enforces the slowloris deadlines.
+        // No idle timer in Hummingbird's connection-state handler: it sits behind CachedAnswerHandler and
+        // would not see the requests answered there. RequestDeadlineHandler keeps the idle deadline.
+        var configuration = HTTP1Channel.Configuration(idleTimeout: nil)
+        // Added after Hummingbird's codec: the first two see every request head and end, and every answer,
+        // and enforce the slowloris deadlines; the last answers cached heights without the router.
         let metrics = app.metrics
+        let dates = HTTPDate()
+        let heights = HeightRoutes(heights: app.heights, settings: app.settings, metrics: metrics)
         configuration.additionalChannelHandlers = {
             [MalformedRequestHandler(metrics: metrics),
-             RequestDeadlineHandler(headerTimeout: header, bodyTimeout: body, idleTimeout: idle)]
+             RequestDeadlineHandler(headerTimeout: header, bodyTimeout: body, idleTimeout: idle),
+             CachedAnswerHandler(routes: heights, dates: dates, logger: logger)]
         }
-        let dates = HTTPDate()
         return HTTP1Channel(
             responder: { request, writer, channel in
                 let client = clients.clientAddress(channel: channel, headers: request.headers)

@@ -39,12 +39,15 @@ struct ListenerChannel: ServerChildChannel {
     let handshakeTimeout: TimeAmount
 
     init(http1: HTTP1Channel, tls: TLSContextBox?, proxyProtocol: Bool, clients: ClientAddressResolver,
-         metrics: ServerMetrics, handshakeTimeout: TimeAmount) {
+         metrics: ServerMetrics, handshakeTimeout: TimeAmount, idleTimeout: TimeAmount) {
         self.http1 = http1
-        // Streams get the same handlers (deadlines, malformed-request answers) as HTTP/1.1 connections.
-        let idle = http1.configuration.idleTimeout.map { Duration.nanoseconds($0.nanoseconds) }
+        // Streams get the same handlers (deadlines, malformed-request answers) as HTTP/1.1 connections,
+        // but for the thin path of cached answers, which speaks HTTP/1.1 only.
+        var stream = http1.configuration
+        let handlers = stream.additionalChannelHandlers
+        stream.additionalChannelHandlers = { handlers().filter { !($0 is CachedAnswerHandler) } }
         http2 = HTTP2Channel(responder: http1.responder,
-                             configuration: .init(idleTimeout: idle, streamConfiguration: http1.configuration))
+                             configuration: .init(idleTimeout: .nanoseconds(idleTimeout.nanoseconds), streamConfiguration: stream))
         self.tls = tls
         self.proxyProtocol = proxyProtocol
         self.clients = clients

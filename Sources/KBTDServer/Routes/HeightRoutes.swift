@@ -4,48 +4,72 @@ import KBTDCore
 
 /// `GET /v1/height` and `GET /v1/heights`: answered from the in-memory index,
 /// with `Cache-Control` and a strong `ETag` (304 on `If-None-Match`).
+///
+/// Two paths share `reply(path:query:ifNoneMatch:)`: the router's handlers
+/// below, and `CachedAnswerHandler`, which answers the common case of an
+/// HTTP/1.1 connection in the channel pipeline without the router. A question
+/// the reply refuses (a `FieldError`) always goes through the router.
 struct HeightRoutes: Sendable {
     let heights: LiveHeights
     let settings: SettingsBox
     let metrics: ServerMetrics
 
+    /// An answer before it becomes a `Response` or HTTP parts: 200 with the
+    /// JSON body, or 304 without one; `headers` in the order they are sent.
+    struct Reply {
+        var status: HTTPResponse.Status
+        var headers: HTTPFields
+        var body: [UInt8]?
+    }
+
+    static let paths: Set<String> = ["/v1/height", "/v1/heights"]
+
     func height(_ request: Request, context: KBTDRequestContext) -> Response {
-        let parameters = request.uri.queryParameters
-        do {
-            let query = try HeightQuery(parameters: { parameters[Substring($0)].map(String.init) })
-            let answer = heights.height(query)
-            if let basis = answer.basis { metrics.heightAnswer(basis: basis) }
-            return cached(answer, request: request)
-        } catch {
-            return JSONResponse.invalid(error, "invalid query")
-        }
+        response(for: request)
     }
 
     func allHeights(_ request: Request, context: KBTDRequestContext) -> Response {
-        let parameters = request.uri.queryParameters
+        response(for: request)
+    }
+
+    private func response(for request: Request) -> Response {
         do throws(FieldError) {
-            let model = try HeightQuery.model(parameters["model"].map(String.init))
-            let os = parameters["os"].map(String.init)
-            if let os { _ = try HeightQuery.osMajor(os) }
-            var screen: ScreenSize?
-            if let text = parameters["screen"].map(String.init) { screen = try HeightQuery.screen(text) }
-            let answer = heights.heights(model: model, os: os, screen: screen)
-            metrics.heightEstimates(answer.bases)
-            return cached(answer, request: request)
+            let reply = try self.reply(path: request.uri.path, query: request.uri.queryParameters,
+                                       ifNoneMatch: request.headers[.ifNoneMatch])
+            guard let body = reply.body else { return Response(status: reply.status, headers: reply.headers) }
+            return Response(status: reply.status, headers: reply.headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         } catch {
             return JSONResponse.invalid(error, "invalid query")
         }
     }
 
-    private func cached(_ answer: CachedAnswer, request: Request) -> Response {
-        let headers: HTTPFields = [
-            .cacheControl: "public, max-age=\(settings.current.cacheMaxAge)",
-            .eTag: answer.etag,
-        ]
-        if let match = request.headers[.ifNoneMatch],
-           match == "*" || match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == answer.etag }) {
-            return Response(status: .notModified, headers: headers)
+    /// The answer to `path` (one of `paths`) with its query; counts the
+    /// estimate's levels in the metrics. Throws for a query that breaks a rule.
+    func reply(path: String, query parameters: FlatDictionary<Substring, Substring>,
+               ifNoneMatch: String?) throws(FieldError) -> Reply {
+        if path == "/v1/height" {
+            let query = try HeightQuery(parameters: { parameters[Substring($0)].map(String.init) })
+            let answer = heights.height(query)
+            if let basis = answer.basis { metrics.heightAnswer(basis: basis) }
+            return cached(answer, ifNoneMatch: ifNoneMatch)
         }
-        return JSONResponse.bytes(.ok, answer.body, headers: headers)
+        let model = try HeightQuery.model(parameters["model"].map(String.init))
+        let os = parameters["os"].map(String.init)
+        if let os { _ = try HeightQuery.osMajor(os) }
+        var screen: ScreenSize?
+        if let text = parameters["screen"].map(String.init) { screen = try HeightQuery.screen(text) }
+        let answer = heights.heights(model: model, os: os, screen: screen)
+        metrics.heightEstimates(answer.bases)
+        return cached(answer, ifNoneMatch: ifNoneMatch)
+    }
+
+    private func cached(_ answer: CachedAnswer, ifNoneMatch match: String?) -> Reply {
+        let cacheControl = "public, max-age=\(settings.current.cacheMaxAge)"
+        if let match,
+           match == "*" || match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == answer.etag }) {
+            return Reply(status: .notModified, headers: [.cacheControl: cacheControl, .eTag: answer.etag], body: nil)
+        }
+        return Reply(status: .ok, headers: [.contentType: "application/json", .cacheControl: cacheControl, .eTag: answer.etag],
+                     body: answer.body)
     }
 }

@@ -1,0 +1,98 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTPTypes
+
+/// The thin path for cached answers: on an HTTP/1.1 connection, a plain
+/// `GET /v1/height` or `GET /v1/heights` is answered here, in the channel
+/// pipeline on the connection's event loop, with the bytes the router would
+/// send (the same `HeightRoutes.reply`, headers, `ETag`/304 and request
+/// metrics). It skips what dominates a cached answer's cost: the hop to
+/// Hummingbird's async handler and back, the router and its middlewares.
+///
+/// Everything else passes on untouched, to the router: other paths and
+/// methods (`HEAD` included), a query the reply refuses (its 400 comes from
+/// the router), a request with a body or a `Connection` header, any request
+/// while the debug log records requests, and any request while an earlier one
+/// on the connection is still unanswered by the router (answering first would
+/// put responses out of order for a pipelining client).
+///
+/// It sits after the request deadline and malformed-request handlers, so
+/// those see every request and every answer, and before Hummingbird's
+/// connection-state handler, whose idle timer the listener therefore leaves
+/// off (`RequestDeadlineHandler` keeps the idle deadline).
+final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let routes: HeightRoutes
+    private let dates: HTTPDate
+    private let logger: Logger
+    /// Requests passed to the router whose response has not ended yet.
+    private var unanswered = 0
+    /// The answer to a request taken here, sent once its `.end` arrives.
+    private var pending: (route: String, reply: HeightRoutes.Reply)?
+
+    init(routes: HeightRoutes, dates: HTTPDate, logger: Logger) {
+        self.routes = routes
+        self.dates = dates
+        self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            if unanswered == 0, let taken = answer(head) {
+                pending = taken
+                return
+            }
+            unanswered += 1
+            context.fireChannelRead(data)
+        case .body:
+            // A request taken here has no body (no Content-Length, no Transfer-Encoding).
+            if pending == nil { context.fireChannelRead(data) }
+        case .end:
+            guard let (route, reply) = pending else {
+                context.fireChannelRead(data)
+                return
+            }
+            pending = nil
+            send(reply, route: route, context: context)
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data), unanswered > 0 { unanswered -= 1 }
+        context.write(data, promise: promise)
+    }
+
+    /// The reply for `head` if this path may answer it; nil passes it on.
+    private func answer(_ head: HTTPRequest) -> (route: String, reply: HeightRoutes.Reply)? {
+        guard head.method == .get, let target = head.path, target.hasPrefix("/v1/height"),
+              head.headerFields[.connection] == nil, head.headerFields[.contentLength] == nil,
+              head.headerFields[.transferEncoding] == nil, logger.logLevel > .debug else { return nil }
+        let uri = URI(target)
+        guard HeightRoutes.paths.contains(uri.path) else { return nil }
+        guard let reply = try? routes.reply(path: uri.path, query: uri.queryParameters,
+                                            ifNoneMatch: head.headerFields[.ifNoneMatch]) else { return nil }
+        return (uri.path, reply)
+    }
+
+    /// Writes the answer as the router's path would (its `Content-Length` and
+    /// `Date`), and counts it in `kbtd_http_requests_total` as `MetricsMiddleware` does.
+    private func send(_ reply: HeightRoutes.Reply, route: String, context: ChannelHandlerContext) {
+        var headers = reply.headers
+        if let body = reply.body { headers[.contentLength] = String(body.count) }
+        headers[.date] = dates.now()
+        routes.metrics.request(route: route, status: reply.status.code)
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: reply.status, headerFields: headers))), promise: nil)
+        if let body = reply.body {
+            context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(bytes: body))), promise: nil)
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}

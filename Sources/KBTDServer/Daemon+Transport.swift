@@ -22,10 +22,11 @@ struct Transport: Sendable {
     }
 
     /// The channel a listener on `socket` serves its connections with.
-    func channel(for socket: ListenerSocket, settings: ServerSettings, http1: HTTP1Channel, metrics: ServerMetrics) -> ListenerChannel {
+    func channel(for socket: ListenerSocket, settings: ServerSettings, http1: HTTP1Channel, answers: CachedAnswers,
+                 metrics: ServerMetrics) -> ListenerChannel {
         let options = Self.options(for: socket, settings)
         return ListenerChannel(
-            http1: http1, tls: options.tls ? tls : nil, proxyProtocol: options.proxyProtocol, clients: clients,
+            http1: http1, answers: answers, tls: options.tls ? tls : nil, proxyProtocol: options.proxyProtocol, clients: clients,
             metrics: metrics, handshakeTimeout: .seconds(Int64(settings.limits.headerTimeoutSeconds)),
             idleTimeout: .seconds(Int64(settings.limits.idleTimeoutSeconds)))
     }

@@ -51,7 +51,9 @@ public struct Daemon: Sendable {
                 throw error
             }
         }
-        let channel = HTTP1Channel.serving(app, limits: initial.limits, logger: logger, clients: transport.clients)
+        let answers = CachedAnswers(routes: HeightRoutes(heights: app.heights, settings: app.settings, metrics: app.metrics),
+                                    dates: HTTPDate(), logger: logger)
+        let channel = HTTP1Channel.serving(app, limits: initial.limits, logger: logger, clients: transport.clients, answers: answers)
 
         let sockets = Self.listenerSockets(initial, logger: logger)
         let ready = ReadinessGate()
@@ -60,7 +62,7 @@ public struct Daemon: Sendable {
         let group = MultiThreadedEventLoopGroup.singleton
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = sockets.map { socket in
             .init(service: HTTPListener(socket: socket, channel: transport.channel(for: socket, settings: initial, http1: channel,
-                                                                                    metrics: app.metrics),
+                                                                                    answers: answers, metrics: app.metrics),
                                         group: group, logger: logger, connections: app.connections) { address in
                 if let path = address?.pathname, chmod(path, mode_t(initial.unixSocketMode)) != 0 {
                     logger.error("cannot set mode \(String(initial.unixSocketMode, radix: 8)) on \(path): errno \(errno)")

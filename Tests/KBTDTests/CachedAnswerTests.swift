@@ -42,52 +42,58 @@ struct CachedAnswerTests {
         }
     }
 
+    /// Each question three ways: on a new connection (the bytes handler answers), on a connection
+    /// whose bytes already go to the HTTP decoder (`CachedAnswerHandler` answers), and with a
+    /// `Connection` header (the router answers). Status, headers and body must agree.
     @Test func theThinPathSendsWhatTheRouterSends() throws {
         let daemon = try TestDaemon().start()
         defer { #expect(daemon.stop() == 0) }
         try Self.loadChainFleet(into: daemon)
-        let connection = try daemon.connection()
+        let routed = try daemon.connection()
+        let parts = try daemon.connection()
+        #expect(try parts.request("GET", "/healthz").status == 200)
         var sent: [String: Int] = [:]
         func count(_ path: String, _ status: Int) {
             sent["\(path.split(separator: "?")[0])|\(status)", default: 0] += 1
         }
+        func ask(_ path: String, _ headers: [(String, String)] = []) throws -> [HTTPTestResponse] {
+            let bytes = try daemon.connection()
+            let answers = [try bytes.request("GET", path, headers: headers), try parts.request("GET", path, headers: headers),
+                           try routed.request("GET", path, headers: headers + [("Connection", "keep-alive")])]
+            for answer in answers { count(path, answer.status) }
+            for answer in answers.dropLast() {
+                #expect(answer.status == answers[2].status, "\(path) \(headers)")
+                #expect(answer.body == answers[2].body, "\(path): \(answer.text) against \(answers[2].text)")
+                for name in ["content-type", "cache-control", "etag", "content-length", "connection", "transfer-encoding"] {
+                    #expect(answer.header(name) == answers[2].header(name), "\(path) \(headers): \(name)")
+                }
+                #expect(answer.header("date") != nil)
+                #expect(answer.headers.map { $0.0 } == answers[2].headers.map { $0.0 }, "\(path): header names and order")
+            }
+            return answers
+        }
         var bases: Set<String> = []
         for path in Self.answered + Self.refused {
-            let thin = try connection.request("GET", path)
-            let routed = try connection.request("GET", path, headers: [("Connection", "keep-alive")])
-            count(path, thin.status)
-            count(path, routed.status)
-            #expect(thin.status == routed.status, "\(path)")
-            #expect(thin.body == routed.body, "\(path): \(thin.text) against \(routed.text)")
-            for name in ["content-type", "cache-control", "etag", "content-length", "connection", "transfer-encoding"] {
-                #expect(thin.header(name) == routed.header(name), "\(path): \(name)")
-            }
-            #expect(thin.header("date") != nil)
-            if case .string(let basis)? = thin.json?["basis"] { bases.insert(basis) }
-            guard let etag = thin.header("etag") else {
-                #expect(Self.refused.contains(path), "\(path) answered \(thin.status) without an ETag")
+            let first = try ask(path)[0]
+            if case .string(let basis)? = first.json?["basis"] { bases.insert(basis) }
+            guard let etag = first.header("etag") else {
+                #expect(Self.refused.contains(path), "\(path) answered \(first.status) without an ETag")
                 continue
             }
-            #expect(thin.status == 200)
+            #expect(first.status == 200)
             for match in [etag, "\"0000000000000000\", \(etag)", "*"] {
-                let thin304 = try connection.request("GET", path, headers: [("If-None-Match", match)])
-                let routed304 = try connection.request("GET", path, headers: [("If-None-Match", match), ("Connection", "keep-alive")])
-                count(path, thin304.status)
-                count(path, routed304.status)
-                #expect(thin304.status == 304, "\(path) If-None-Match: \(match)")
-                #expect(routed304.status == 304)
-                #expect(thin304.body.isEmpty)
-                for name in ["content-type", "cache-control", "etag", "content-length"] {
-                    #expect(thin304.header(name) == routed304.header(name), "\(path) 304: \(name)")
+                for answer in try ask(path, [("If-None-Match", match)]) {
+                    #expect(answer.status == 304, "\(path) If-None-Match: \(match)")
+                    #expect(answer.body.isEmpty)
                 }
             }
-            let stale = try connection.request("GET", path, headers: [("If-None-Match", "\"0000000000000000\"")])
-            count(path, stale.status)
-            #expect(stale.status == 200)
-            #expect(stale.body == thin.body)
+            for answer in try ask(path, [("If-None-Match", "\"0000000000000000\"")]) {
+                #expect(answer.status == 200)
+                #expect(answer.body == first.body)
+            }
         }
         #expect(bases.count >= 3, "the fleet should make several levels answer: \(bases)")
-        // Both paths count in kbtd_http_requests_total alike.
+        // Every path counts in kbtd_http_requests_total alike.
         for (key, expected) in sent {
             let parts = key.split(separator: "|")
             let value = try daemon.metric("kbtd_http_requests_total{route=\"\(parts[0])\",status=\"\(parts[1])\"}")
@@ -95,21 +101,51 @@ struct CachedAnswerTests {
         }
     }
 
+    /// The bytes handler holds a head it is still reading, so the header and idle deadlines must
+    /// still close a slow or idle connection; and a connection it answers stays open while used.
+    @Test func deadlinesHoldOnTheThinPath() throws {
+        let daemon = try TestDaemon(environment: ["KBTD_HEADER_TIMEOUT_SECONDS": "1", "KBTD_IDLE_TIMEOUT_SECONDS": "2"]).start()
+        defer { #expect(daemon.stop() == 0) }
+        let slow = try daemon.connection()
+        let head = Array("GET /v1/height?model=iPhone17,1&language=en-US HTTP/1.1\r\nHost: kbtd.test\r\n".utf8)
+        for byte in head.prefix(25) {
+            try? slow.send([byte])
+            usleep(100_000)
+        }
+        #expect(slow.isClosedByPeer(within: 3), "a head trickled past header_timeout_seconds must be cut off")
+
+        let busy = try daemon.connection()
+        let start = Date()
+        var answered = 0
+        while Date().timeIntervalSince(start) < 3.5 {
+            #expect(try busy.request("GET", Self.height).status == 200)
+            answered += 1
+            usleep(400_000)
+        }
+        #expect(answered >= 8)
+        #expect(busy.isClosedByPeer(within: 4), "idle_timeout_seconds must close it once it stops asking")
+    }
+
     /// Pipelined requests: one the router answers holds back the cached ones behind it, so
     /// every answer comes in the order asked.
-    @Test func pipelinedRequestsAreAnsweredInOrder() throws {
+    @Test(arguments: [
+        // The router first: every cached question behind it waits its turn.
+        ["GET /healthz", "GET /v1/height?model=iPhone17,1&language=en-US", "POST", "GET /v1/height?model=iPhone17,1",
+         "GET /v1/heights?model=iPhone17,1", "GET /healthz", "GET /v1/height?model=iPhone17,1&language=ja-JP"],
+        // Cached questions first (the bytes handler), then a batch and what follows go to the decoder.
+        ["GET /v1/height?model=iPhone17,1&language=en-US", "GET /v1/heights?model=iPhone17,1", "POST",
+         "GET /v1/height?model=iPhone17,1&language=ja-JP", "GET /v1/height?model=iPhone17,1", "GET /healthz"],
+    ])
+    func pipelinedRequestsAreAnsweredInOrder(_ sequence: [String]) throws {
         let daemon = try TestDaemon().start()
         defer { #expect(daemon.stop() == 0) }
         let batch = batchBody(samples: shows(3, height: 336))
-        let requests: [(head: String, body: [UInt8], status: Int, key: String?)] = [
-            ("GET /healthz", [], 200, "queue_depth"),
-            ("GET /v1/height?model=iPhone17,1&language=en-US", [], 200, "height"),
-            ("POST /v1/batches", batch, 202, "accepted"),
-            ("GET /v1/height?model=iPhone17,1", [], 400, "error"),
-            ("GET /v1/heights?model=iPhone17,1", [], 200, "estimates"),
-            ("GET /healthz", [], 200, "queue_depth"),
-            ("GET /v1/height?model=iPhone17,1&language=ja-JP", [], 200, "height"),
-        ]
+        let requests: [(head: String, body: [UInt8], status: Int, key: String?)] = sequence.map { line in
+            if line == "POST" { return ("POST /v1/batches", batch, 202, "accepted") }
+            if line.hasSuffix("/healthz") { return (line, [], 200, "queue_depth") }
+            if line.contains("heights") { return (line, [], 200, "estimates") }
+            return line.contains("language") ? (line, [], 200, "height") : (line, [], 400, "error")
+        }
         var bytes: [UInt8] = []
         for request in requests {
             var head = "\(request.head) HTTP/1.1\r\nHost: kbtd.test\r\n"
@@ -133,7 +169,7 @@ struct CachedAnswerTests {
         logger.logLevel = logLevel
         let routes = HeightRoutes(heights: LiveHeights(index: HeightIndex(), settings: EstimatorSettings()),
                                   settings: SettingsBox(ServerSettings()), metrics: metrics)
-        return (CachedAnswerHandler(routes: routes, dates: HTTPDate(), logger: logger), metrics)
+        return (CachedAnswerHandler(CachedAnswers(routes: routes, dates: HTTPDate(), logger: logger)), metrics)
     }
 
     static func request(_ path: String, method: HTTPRequest.Method = .get, headers: HTTPFields = [:]) -> HTTPRequestPart {
@@ -240,6 +276,96 @@ struct CachedAnswerTests {
         try channel.writeInbound(Self.request(Self.height))
         try channel.writeInbound(HTTPRequestPart.end(nil))
         #expect(try Self.passedOn(channel).count == 2, "with the debug log on, the router (and its request log) answers")
+    }
+}
+
+extension CachedAnswerTests {
+    static func bytesHandler() -> (CachedAnswerBytesHandler, EmbeddedChannel) {
+        var logger = Logger(label: "kbtd-test")
+        logger.logLevel = .info
+        let metrics = ServerMetrics()
+        let routes = HeightRoutes(heights: LiveHeights(index: HeightIndex(), settings: EstimatorSettings()),
+                                  settings: SettingsBox(ServerSettings()), metrics: metrics)
+        let handler = CachedAnswerBytesHandler(CachedAnswers(routes: routes, dates: HTTPDate(), logger: logger))
+        return (handler, EmbeddedChannel(handler: handler))
+    }
+
+    static func written(_ channel: EmbeddedChannel) throws -> String {
+        var text = ""
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { text += String(buffer: buffer) }
+        return text
+    }
+
+    static func passed(_ channel: EmbeddedChannel) throws -> String {
+        var text = ""
+        while let buffer = try channel.readInbound(as: ByteBuffer.self) { text += String(buffer: buffer) }
+        return text
+    }
+
+    static let get = "GET \(height) HTTP/1.1\r\nHost: kbtd.test\r\nUser-Agent: Chat/3.2 CFNetwork\r\nAccept: */*\r\n\r\n"
+
+    @Test func theBytesHandlerAnswersPlainGetsAsTheyArrive() throws {
+        let (_, channel) = Self.bytesHandler()
+        defer { _ = try? channel.finish() }
+        // In three pieces: nothing is answered before the head is complete.
+        let pieces = [String(Self.get.prefix(9)), String(Self.get.dropFirst(9).prefix(40)), String(Self.get.dropFirst(49))]
+        for (index, piece) in pieces.enumerated() {
+            try channel.writeInbound(ByteBuffer(string: piece))
+            #expect(try Self.written(channel).isEmpty == (index < 2), "piece \(index)")
+        }
+        // Two pipelined in one read, the second revalidating.
+        try channel.writeInbound(ByteBuffer(string: Self.get + Self.get.replacingOccurrences(
+            of: "Accept: */*", with: "If-None-Match:  *  ")))
+        let text = try Self.written(channel)
+        #expect(text.hasPrefix("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: public, max-age=3600\r\nETag: \""))
+        #expect(text.contains("\r\nContent-Length: "))
+        #expect(text.contains("\"basis\":\"default\""))
+        #expect(text.contains("HTTP/1.1 304 Not Modified\r\nCache-Control: public, max-age=3600\r\nETag: "))
+        #expect(try Self.passed(channel).isEmpty)
+    }
+
+    @Test(arguments: [
+        "get \(height) HTTP/1.1\r\n\r\n",
+        "GET \(height) HTTP/1.0\r\n\r\n",
+        "HEAD \(height) HTTP/1.1\r\n\r\n",
+        "GET http://kbtd.test\(height) HTTP/1.1\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\nConnection: close\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\nUpgrade: h2c\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\nExpect: 100-continue\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\nIf-None-Match: *\r\nIf-None-Match: *\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\nHost : a\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\nHost: caf\u{E9}\r\n\r\n",
+        "GET \(height) HTTP/1.1\nHost: a\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\nHost: a\rb\r\n\r\n",
+        "GET /v1/height?model=iPhone17,1 HTTP/1.1\r\n\r\n",
+        "GET /v1/heightz?model=iPhone17,1&language=en-US HTTP/1.1\r\n\r\n",
+        "GET \(height)  HTTP/1.1\r\n\r\n",
+        "GET \(height) HTTP/1.1\r\nX-Padding: \(String(repeating: "a", count: 9000))\r\n\r\n",
+    ])
+    func theBytesHandlerPassesAnythingElseOnUnchanged(_ request: String) throws {
+        let (handler, channel) = Self.bytesHandler()
+        defer { _ = try? channel.finish() }
+        // A cached question first (answered), then the doubtful request and one more cached question.
+        try channel.writeInbound(ByteBuffer(string: Self.get))
+        #expect(try Self.written(channel).hasPrefix("HTTP/1.1 200 OK"))
+        try channel.writeInbound(ByteBuffer(string: request + Self.get))
+        #expect(try Self.written(channel).isEmpty, "\(request.prefix(60).debugDescription) must not be answered here")
+        #expect(try Self.passed(channel) == request + Self.get, "every byte goes on to the decoder, unchanged")
+        #expect(handler.passing)
+        try channel.writeInbound(ByteBuffer(string: Self.get))
+        #expect(try Self.passed(channel) == Self.get, "and so does everything after")
+    }
+
+    @Test func aHalfClosedConnectionHandsItsPartialHeadToTheDecoder() throws {
+        let (_, channel) = Self.bytesHandler()
+        defer { _ = try? channel.finish() }
+        try channel.writeInbound(ByteBuffer(string: "GET /v1/height?mo"))
+        #expect(try Self.passed(channel).isEmpty)
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        #expect(try Self.passed(channel) == "GET /v1/height?mo")
     }
 }
 

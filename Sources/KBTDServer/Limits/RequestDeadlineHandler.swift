@@ -7,6 +7,11 @@ import NIOCore
 /// in, the whole body must arrive within `bodyTimeout`. Between keep-alive
 /// requests the next head must arrive within `idleTimeout`. Trickling a byte
 /// at a time resets nothing: the deadlines are absolute.
+///
+/// One timer serves all three deadlines: moving a deadline later only records
+/// it (the timer, when it fires early, sleeps again until the recorded one),
+/// so a keep-alive connection's requests cost a clock read each, not a timer
+/// cancelled and scheduled three times.
 final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -16,7 +21,10 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private let headerTimeout: TimeAmount
     private let bodyTimeout: TimeAmount
     private let idleTimeout: TimeAmount
-    private var deadline: Scheduled<Void>?
+    /// When the connection is closed unless something resets it; nil: no deadline (a request is being answered).
+    private var deadline: NIODeadline?
+    private var timer: Scheduled<Void>?
+    private var timerAt = NIODeadline.distantFuture
     private var armedOnActive = false
 
     init(headerTimeout: TimeAmount, bodyTimeout: TimeAmount, idleTimeout: TimeAmount) {
@@ -30,8 +38,7 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        deadline?.cancel()
-        deadline = nil
+        stop()
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -40,8 +47,7 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        deadline?.cancel()
-        deadline = nil
+        stop()
         context.fireChannelInactive()
     }
 
@@ -49,9 +55,18 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         switch unwrapInboundIn(data) {
         case .head: arm(context, bodyTimeout)
         case .body: break
-        case .end: disarm()
+        case .end: deadline = nil
         }
         context.fireChannelRead(data)
+    }
+
+    /// An answer written in front of the HTTP decoder (`CachedAnswerBytesHandler`).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is CachedAnswerSent {
+            arm(context, idleTimeout)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -66,15 +81,35 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     private func arm(_ context: ChannelHandlerContext, _ timeout: TimeAmount) {
-        deadline?.cancel()
-        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        deadline = context.eventLoop.scheduleTask(in: timeout) {
-            loopBound.value.close(promise: nil)
+        let at = NIODeadline.now() + timeout
+        deadline = at
+        // A timer due no later than `at` will find the new deadline when it fires.
+        if timer == nil || timerAt > at { schedule(context, at) }
+    }
+
+    private func schedule(_ context: ChannelHandlerContext, _ at: NIODeadline) {
+        timer?.cancel()
+        timerAt = at
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: at) {
+            let (handler, context) = bound.value
+            handler.fire(context)
         }
     }
 
-    private func disarm() {
-        deadline?.cancel()
+    private func fire(_ context: ChannelHandlerContext) {
+        timer = nil
+        guard let deadline else { return }
+        if deadline <= .now() {
+            context.close(promise: nil)
+        } else {
+            schedule(context, deadline)
+        }
+    }
+
+    private func stop() {
+        timer?.cancel()
+        timer = nil
         deadline = nil
     }
 }

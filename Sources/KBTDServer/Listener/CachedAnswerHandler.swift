@@ -1,7 +1,4 @@
 import HTTPTypes
-import Hummingbird
-import HummingbirdCore
-import Logging
 import NIOCore
 import NIOHTTPTypes
 
@@ -29,18 +26,14 @@ final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
-    private let routes: HeightRoutes
-    private let dates: HTTPDate
-    private let logger: Logger
+    private let answers: CachedAnswers
     /// Requests passed to the router whose response has not ended yet.
     private var unanswered = 0
     /// The answer to a request taken here, sent once its `.end` arrives.
     private var pending: (route: String, reply: HeightRoutes.Reply)?
 
-    init(routes: HeightRoutes, dates: HTTPDate, logger: Logger) {
-        self.routes = routes
-        self.dates = dates
-        self.logger = logger
+    init(_ answers: CachedAnswers) {
+        self.answers = answers
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -72,23 +65,13 @@ final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The reply for `head` if this path may answer it; nil passes it on.
     private func answer(_ head: HTTPRequest) -> (route: String, reply: HeightRoutes.Reply)? {
-        guard head.method == .get, let target = head.path, target.hasPrefix("/v1/height"),
-              head.headerFields[.connection] == nil, head.headerFields[.contentLength] == nil,
-              head.headerFields[.transferEncoding] == nil, logger.logLevel > .debug else { return nil }
-        let uri = URI(target)
-        guard HeightRoutes.paths.contains(uri.path) else { return nil }
-        guard let reply = try? routes.reply(path: uri.path, query: uri.queryParameters,
-                                            ifNoneMatch: head.headerFields[.ifNoneMatch]) else { return nil }
-        return (uri.path, reply)
+        guard head.method == .get, let target = head.path, head.headerFields[.connection] == nil,
+              head.headerFields[.contentLength] == nil, head.headerFields[.transferEncoding] == nil else { return nil }
+        return answers.reply(target: target, ifNoneMatch: head.headerFields[.ifNoneMatch])
     }
 
-    /// Writes the answer as the router's path would (its `Content-Length` and
-    /// `Date`), and counts it in `kbtd_http_requests_total` as `MetricsMiddleware` does.
     private func send(_ reply: HeightRoutes.Reply, route: String, context: ChannelHandlerContext) {
-        var headers = reply.headers
-        if let body = reply.body { headers[.contentLength] = String(body.count) }
-        headers[.date] = dates.now()
-        routes.metrics.request(route: route, status: reply.status.code)
+        let headers = answers.sending(reply, route: route)
         context.write(wrapOutboundOut(.head(HTTPResponse(status: reply.status, headerFields: headers))), promise: nil)
         if let body = reply.body {
             context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(bytes: body))), promise: nil)

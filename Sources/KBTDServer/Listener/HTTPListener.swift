@@ -106,7 +106,8 @@ extension HTTP1Channel {
     /// An HTTP/1.1 channel that answers with `app`, adding the `Date` header
     /// Hummingbird's `Application` would add. Each request's context carries the
     /// client `clients` resolves (the peer, or the client a trusted proxy names).
-    static func serving(_ app: KBTDApp, limits: ServerSettings.Limits, logger: Logger, clients: ClientAddressResolver) -> HTTP1Channel {
+    static func serving(_ app: KBTDApp, limits: ServerSettings.Limits, logger: Logger, clients: ClientAddressResolver,
+                        answers: CachedAnswers) -> HTTP1Channel {
         let header = TimeAmount.seconds(Int64(limits.headerTimeoutSeconds))
         let body = TimeAmount.seconds(Int64(limits.bodyTimeoutSeconds))
         let idle = TimeAmount.seconds(Int64(limits.idleTimeoutSeconds))
@@ -116,12 +117,11 @@ extension HTTP1Channel {
         // Added after Hummingbird's codec: the first two see every request head and end, and every answer,
         // and enforce the slowloris deadlines; the last answers cached heights without the router.
         let metrics = app.metrics
-        let dates = HTTPDate()
-        let heights = HeightRoutes(heights: app.heights, settings: app.settings, metrics: metrics)
+        let dates = answers.dates
         configuration.additionalChannelHandlers = {
             [MalformedRequestHandler(metrics: metrics),
              RequestDeadlineHandler(headerTimeout: header, bodyTimeout: body, idleTimeout: idle),
-             CachedAnswerHandler(routes: heights, dates: dates, logger: logger)]
+             CachedAnswerHandler(answers)]
         }
         return HTTP1Channel(
             responder: { request, writer, channel in

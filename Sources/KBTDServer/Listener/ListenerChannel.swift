@@ -2,6 +2,7 @@ import HummingbirdCore
 import HummingbirdHTTP2
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTP2
 import NIOSSL
 import NIOTLS
@@ -29,6 +30,8 @@ struct ListenerChannel: ServerChildChannel {
     }
 
     let http1: HTTP1Channel
+    /// The thin path for cached answers, in front of HTTP/1.1's decoder.
+    let answers: CachedAnswers
     let http2: HTTP2Channel
     /// nil: plain HTTP/1.1.
     let tls: TLSContextBox?
@@ -38,9 +41,10 @@ struct ListenerChannel: ServerChildChannel {
     /// A TLS connection (and its PROXY header) must be through the handshake by then, like a request head.
     let handshakeTimeout: TimeAmount
 
-    init(http1: HTTP1Channel, tls: TLSContextBox?, proxyProtocol: Bool, clients: ClientAddressResolver,
+    init(http1: HTTP1Channel, answers: CachedAnswers, tls: TLSContextBox?, proxyProtocol: Bool, clients: ClientAddressResolver,
          metrics: ServerMetrics, handshakeTimeout: TimeAmount, idleTimeout: TimeAmount) {
         self.http1 = http1
+        self.answers = answers
         // Streams get the same handlers (deadlines, malformed-request answers) as HTTP/1.1 connections,
         // but for the thin path of cached answers, which speaks HTTP/1.1 only.
         var stream = http1.configuration
@@ -64,21 +68,33 @@ struct ListenerChannel: ServerChildChannel {
                     logger: logger, metrics: metrics))
             }
             guard let tls else {
-                return http1.setup(channel: channel, logger: logger).map { .http1($0) }
+                return setupHTTP1(channel: channel, logger: logger).map { .http1($0) }
             }
             try pipeline.addHandler(NIOSSLServerHandler(context: tls.current))
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
-        let http1 = self.http1, http2 = self.http2
+        let http2 = self.http2
         return channel.configureHTTP2AsyncSecureUpgrade { channel in
-            http1.setup(channel: channel, logger: logger)
+            self.setupHTTP1(channel: channel, logger: logger)
         } http2ConnectionInitializer: { channel in
             http2.setup(channel: channel, logger: logger)
         }.map { negotiated in
             let deadline = channel.eventLoop.scheduleTask(in: handshakeTimeout) { channel.close(promise: nil) }
             negotiated.whenComplete { _ in deadline.cancel() }
             return .secure(negotiated, on: channel)
+        }
+    }
+
+    /// Hummingbird's HTTP/1.1 pipeline with `CachedAnswerBytesHandler` in front of
+    /// its response encoder and request decoder (what it writes is bytes for the socket).
+    private func setupHTTP1(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1Channel.Value> {
+        let answers = self.answers
+        return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let pipeline = channel.pipeline.syncOperations
+            let encoder = try pipeline.context(handlerType: HTTPResponseEncoder.self)
+            try pipeline.addHandler(CachedAnswerBytesHandler(answers), position: .before(encoder.handler))
+            return value
         }
     }
 

@@ -1,0 +1,175 @@
+import HTTPTypes
+import NIOCore
+
+/// The thin path's first stage, on a connection's bytes in front of the HTTP
+/// decoder: while a client sends nothing but plain `GET /v1/height` and
+/// `GET /v1/heights` requests (a phone asking for its heights), each is
+/// answered here with the same bytes the router would send, written straight
+/// to the socket: no HTTP decoding into parts, no response encoding, no hop
+/// to an async handler.
+///
+/// It reads conservatively and gives up at the first doubt: anything but
+/// `GET <target> HTTP/1.1` with well-formed header lines, a request with
+/// `Content-Length`, `Transfer-Encoding`, `Connection`, `Upgrade` or
+/// `Expect`, more than one `If-None-Match`, a byte outside printable ASCII,
+/// a head over 8 KiB, or a question `CachedAnswers` leaves to the router.
+/// Then every byte not yet answered (the doubtful request and whatever
+/// follows) goes on to NIO's HTTP decoder unchanged, and so does everything
+/// after on that connection, where `CachedAnswerHandler` still answers cached
+/// questions at the HTTP level. So a request is either answered here exactly
+/// as the router would answer it, or reaches the router as if this handler
+/// were not there.
+final class CachedAnswerBytesHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// The longest request head read here; a longer one goes to the decoder (which has its own limits).
+    static let maxHead = 8192
+
+    private let answers: CachedAnswers
+    /// Bytes of a request head not complete yet.
+    private var pending: ByteBuffer?
+    /// Once true, every byte goes to the decoder.
+    private(set) var passing = false
+
+    init(_ answers: CachedAnswers) {
+        self.answers = answers
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !passing else {
+            context.fireChannelRead(data)
+            return
+        }
+        var bytes = unwrapInboundIn(data)
+        if var earlier = pending {
+            earlier.writeBuffer(&bytes)
+            bytes = earlier
+        }
+        pending = nil
+        var answered = false
+        while bytes.readableBytes > 0 {
+            switch bytes.readableBytesView.withContiguousStorageIfAvailable(Self.parse) ?? .other {
+            case .incomplete:
+                pending = bytes
+            case .other:
+                passOn(bytes, context: context)
+            case .get(let length, let target, let ifNoneMatch):
+                guard let (route, reply) = answers.reply(target: target, ifNoneMatch: ifNoneMatch) else {
+                    passOn(bytes, context: context)
+                    break
+                }
+                write(reply, route: route, context: context)
+                answered = true
+                bytes.moveReaderIndex(forwardBy: length)
+                continue
+            }
+            break
+        }
+        if answered {
+            context.flush()
+            context.fireUserInboundEventTriggered(CachedAnswerSent())
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The client closed its side: a partial head is the decoder's to judge.
+        if !passing, let event = event as? ChannelEvent, event == .inputClosed {
+            passOn(pending ?? context.channel.allocator.buffer(capacity: 0), context: context)
+            pending = nil
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func passOn(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        passing = true
+        if bytes.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(bytes)) }
+    }
+
+    private func write(_ reply: HeightRoutes.Reply, route: String, context: ChannelHandlerContext) {
+        let headers = answers.sending(reply, route: route)
+        var head = "HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\n"
+        for field in headers { head += "\(field.name.rawName): \(field.value)\r\n" }
+        head += "\r\n"
+        var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + (reply.body?.count ?? 0))
+        buffer.writeString(head)
+        if let body = reply.body { buffer.writeBytes(body) }
+        context.write(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    enum Parsed: Equatable {
+        /// A prefix of a request this handler may answer: wait for more bytes.
+        case incomplete
+        /// Not for this handler: the decoder and the router take it from here.
+        case other
+        /// A plain GET whose head is `length` bytes.
+        case get(length: Int, target: String, ifNoneMatch: String?)
+    }
+
+    private static let prefix = Array("GET /v1/height".utf8)
+    private static let version = Array(" HTTP/1.1\r\n".utf8)
+    /// Headers that change how a request is framed or answered: the router's path handles them.
+    private static let refused: Set<String> = ["content-length", "transfer-encoding", "connection", "upgrade", "expect"]
+
+    /// Reads one request head from the start of `bytes`.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Parsed {
+        let count = bytes.count
+        for index in 0..<min(count, prefix.count) where bytes[index] != prefix[index] { return .other }
+        // The head ends at the first CR LF CR LF.
+        var end = -1
+        var index = prefix.count
+        let limit = min(count, maxHead)
+        while index + 3 < limit {
+            if bytes[index] == 13, bytes[index + 1] == 10, bytes[index + 2] == 13, bytes[index + 3] == 10 {
+                end = index
+                break
+            }
+            index += 1
+        }
+        guard end >= 0 else { return count >= maxHead ? .other : .incomplete }
+        // Request line: "GET " target " HTTP/1.1" CR LF, the target printable ASCII without spaces.
+        var position = 4
+        while position < end, bytes[position] > 0x20, bytes[position] < 0x7F { position += 1 }
+        let target = String(decoding: UnsafeBufferPointer(rebasing: bytes[4..<position]), as: UTF8.self)
+        guard position + version.count <= end + 2 else { return .other }
+        for offset in 0..<version.count where bytes[position + offset] != version[offset] { return .other }
+        position += version.count
+        // Header lines up to the head's end: token ":" printable ASCII or tabs.
+        var ifNoneMatch: String?
+        while position < end + 2 {
+            let nameStart = position
+            while position < end, isToken(bytes[position]) { position += 1 }
+            guard position > nameStart, position < end, bytes[position] == UInt8(ascii: ":") else { return .other }
+            let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[nameStart..<position]), as: UTF8.self).lowercased()
+            position += 1
+            let valueStart = position
+            while position < end + 2, bytes[position] != 13 {
+                let byte = bytes[position]
+                guard byte == 9 || (byte >= 0x20 && byte < 0x7F) else { return .other }
+                position += 1
+            }
+            guard position + 1 < count, bytes[position + 1] == 10 else { return .other }
+            if refused.contains(name) { return .other }
+            if name == "if-none-match" {
+                guard ifNoneMatch == nil else { return .other }
+                var value = UnsafeBufferPointer(rebasing: bytes[valueStart..<position])[...]
+                while let first = value.first, first == 32 || first == 9 { value = value.dropFirst() }
+                while let last = value.last, last == 32 || last == 9 { value = value.dropLast() }
+                ifNoneMatch = String(decoding: value, as: UTF8.self)
+            }
+            position += 2
+        }
+        return .get(length: end + 4, target: target, ifNoneMatch: ifNoneMatch)
+    }
+
+    /// RFC 9110's tchar.
+    private static func isToken(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+}

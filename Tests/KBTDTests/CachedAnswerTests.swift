@@ -101,6 +101,53 @@ struct CachedAnswerTests {
         }
     }
 
+    /// The bytes handler keeps answers rendered: a commit, a new `min_samples` or a new
+    /// `cache_max_age` (SIGHUP) must show in the next answer on every path.
+    @Test func renderedAnswersFollowTheDataAndTheSettings() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("kbtd.conf").path
+        try "cache_max_age_seconds = 3600\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try TestDaemon(extraArguments: ["--config", config]).start()
+        defer { #expect(daemon.stop() == 0) }
+        let path = "/v1/height?model=iPhone17,1&language=en-US&os=26.1"
+        func both() throws -> (thin: HTTPTestResponse, routed: HTTPTestResponse) {
+            let thin = try daemon.connection().request("GET", path)
+            let routed = try daemon.connection().request("GET", path, headers: [("Connection", "keep-alive")])
+            #expect(thin.body == routed.body)
+            #expect(thin.header("etag") == routed.header("etag"))
+            #expect(thin.header("cache-control") == routed.header("cache-control"))
+            return (thin, routed)
+        }
+        let empty = try both().thin
+        #expect(empty.json?["basis"] == .string("default"))
+        _ = try both()
+        #expect(try daemon.post(gzip(batchBody(samples: shows(25, height: 336))), encoding: "gzip").status == 202)
+        let loaded = try both().thin
+        #expect(loaded.json?["basis"] == .string("model+os+language"), "\(loaded.text)")
+        #expect(loaded.header("etag") != empty.header("etag"))
+        let stale = try daemon.connection().request("GET", path, headers: [("If-None-Match", empty.header("etag") ?? "")])
+        #expect(stale.status == 200)
+        #expect(stale.body == loaded.body)
+
+        // The max-age alone (the index and the estimator unchanged).
+        try "cache_max_age_seconds = 60\n".write(toFile: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("configuration reloaded"))
+        let reloaded = try both().thin
+        #expect(reloaded.header("cache-control") == "public, max-age=60")
+        #expect(reloaded.body == loaded.body)
+
+        try "cache_max_age_seconds = 60\nmin_samples = 30\n".write(toFile: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        var stricter = try both().thin
+        for _ in 0..<100 where stricter.body == loaded.body {
+            usleep(50_000)
+            stricter = try both().thin
+        }
+        #expect(stricter.json?["basis"] != .string("model+os+language"), "25 samples no longer make the level answer: \(stricter.text)")
+    }
+
     /// The bytes handler holds a head it is still reading, so the header and idle deadlines must
     /// still close a slow or idle connection; and a connection it answers stays open while used.
     @Test func deadlinesHoldOnTheThinPath() throws {

@@ -36,6 +36,9 @@ final class LiveHeights: Sendable {
 
     private let model: Mutex<Model>
     private let cache = Mutex(Cache())
+    /// The cache's generation, readable without its lock: answers rendered
+    /// elsewhere (the thin path's bytes) are valid while it is unchanged.
+    private let published = Atomic<UInt64>(0)
     /// The cache starts over past this many bytes of answers (bounded memory
     /// whatever mix of questions clients ask).
     let cacheLimitBytes: Int
@@ -64,12 +67,17 @@ final class LiveHeights: Sendable {
     var keyCount: Int { model.withLock { $0.index.seriesCount } }
 
     private func invalidate() {
-        cache.withLock { cache in
+        let generation = cache.withLock { cache in
             cache.answers.removeAll(keepingCapacity: true)
             cache.bytes = 0
             cache.generation &+= 1
+            return cache.generation
         }
+        published.store(generation, ordering: .releasing)
     }
+
+    /// Changes whenever an answer may change (a commit, new estimator settings).
+    var generation: UInt64 { published.load(ordering: .acquiring) }
 
     func height(_ query: HeightQuery) -> CachedAnswer {
         let key = "1|\(query.model)|\(query.language)|\(query.osMajor ?? -1)|\(query.orientation.rawValue)|\(query.keyboardType)|\(query.screen?.description ?? "")"

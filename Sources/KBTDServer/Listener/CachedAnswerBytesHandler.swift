@@ -56,11 +56,12 @@ final class CachedAnswerBytesHandler: ChannelInboundHandler, RemovableChannelHan
             case .other:
                 passOn(bytes, context: context)
             case .get(let length, let target, let ifNoneMatch):
-                guard let (route, reply) = answers.reply(target: target, ifNoneMatch: ifNoneMatch) else {
+                guard let answer = answers.answer(target: target, ifNoneMatch: ifNoneMatch,
+                                                  allocator: context.channel.allocator) else {
                     passOn(bytes, context: context)
                     break
                 }
-                write(reply, route: route, context: context)
+                context.write(wrapOutboundOut(answer), promise: nil)
                 answered = true
                 bytes.moveReaderIndex(forwardBy: length)
                 continue
@@ -85,17 +86,6 @@ final class CachedAnswerBytesHandler: ChannelInboundHandler, RemovableChannelHan
     private func passOn(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
         passing = true
         if bytes.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(bytes)) }
-    }
-
-    private func write(_ reply: HeightRoutes.Reply, route: String, context: ChannelHandlerContext) {
-        let headers = answers.sending(reply, route: route)
-        var head = "HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\n"
-        for field in headers { head += "\(field.name.rawName): \(field.value)\r\n" }
-        head += "\r\n"
-        var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + (reply.body?.count ?? 0))
-        buffer.writeString(head)
-        if let body = reply.body { buffer.writeBytes(body) }
-        context.write(wrapOutboundOut(buffer), promise: nil)
     }
 
     enum Parsed: Equatable {

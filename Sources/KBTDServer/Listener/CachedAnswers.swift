@@ -1,15 +1,25 @@
 import HTTPTypes
 import HummingbirdCore
 import Logging
+import NIOCore
+import Synchronization
 
 /// What the thin path for cached answers needs, shared by its two handlers
 /// (`CachedAnswerBytesHandler` on a connection's bytes, `CachedAnswerHandler`
 /// on its HTTP parts): the router's own `HeightRoutes.reply`, the `Date`
-/// header, and the request counter `MetricsMiddleware` would bump.
+/// header, the counters the router's path bumps, and the answers already
+/// rendered as bytes.
 struct CachedAnswers: Sendable {
     let routes: HeightRoutes
     let dates: HTTPDate
     let logger: Logger
+    private let rendered = RenderedAnswers()
+
+    init(routes: HeightRoutes, dates: HTTPDate, logger: Logger) {
+        self.routes = routes
+        self.dates = dates
+        self.logger = logger
+    }
 
     /// The answer to `GET target`, or nil when the router must answer: another
     /// path, a query the reply refuses (the router sends its 400), or the debug
@@ -23,13 +33,83 @@ struct CachedAnswers: Sendable {
     }
 
     /// The answer's header fields as the router's path sends them (with its
-    /// `Content-Length` and `Date`); counts the answer in `kbtd_http_requests_total`.
+    /// `Content-Length` and `Date`); counts the answer as the router's path does.
     func sending(_ reply: HeightRoutes.Reply, route: String) -> HTTPFields {
         var headers = reply.headers
         if let body = reply.body { headers[.contentLength] = String(body.count) }
         headers[.date] = dates.now()
-        routes.metrics.request(route: route, status: reply.status.code)
+        count(reply, route: route)
         return headers
+    }
+
+    /// `kbtd_http_requests_total` (as `MetricsMiddleware`) and `kbtd_height_answers_total` (as the route).
+    private func count(_ reply: HeightRoutes.Reply, route: String) {
+        routes.count(reply)
+        routes.metrics.request(route: route, status: reply.status.code)
+    }
+
+    /// The whole HTTP/1.1 answer to `GET target`, as the router's path would
+    /// write it, or nil when the router must answer. Answers are kept rendered
+    /// (all but the `Date` line) by target and `If-None-Match` until the index
+    /// or the settings change, so a repeated question costs one lookup.
+    func answer(target: String, ifNoneMatch: String?, allocator: ByteBufferAllocator) -> ByteBuffer? {
+        guard logger.logLevel > .debug else { return nil }
+        let key = ifNoneMatch.map { target + "\n" + $0 } ?? target
+        // Read before computing: an answer computed while the index changes is stored as already stale.
+        let generation = routes.heights.generation
+        let maxAge = routes.settings.current.cacheMaxAge
+        let entry: RenderedAnswers.Entry
+        if let hit = rendered.entry(key, generation: generation, maxAge: maxAge) {
+            entry = hit
+        } else {
+            guard let (route, reply) = reply(target: target, ifNoneMatch: ifNoneMatch) else { return nil }
+            var headers = reply.headers
+            if let body = reply.body { headers[.contentLength] = String(body.count) }
+            var head = "HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\n"
+            for field in headers { head += "\(field.name.rawName): \(field.value)\r\n" }
+            entry = RenderedAnswers.Entry(generation: generation, maxAge: maxAge, route: route, reply: reply,
+                                          head: Array(head.utf8))
+            rendered.store(entry, key: key)
+        }
+        count(entry.reply, route: entry.route)
+        let date = dates.now()
+        var buffer = allocator.buffer(capacity: entry.head.count + 40 + (entry.reply.body?.count ?? 0))
+        buffer.writeBytes(entry.head)
+        buffer.writeString("Date: ")
+        buffer.writeString(date)
+        buffer.writeString("\r\n\r\n")
+        if let body = entry.reply.body { buffer.writeBytes(body) }
+        return buffer
+    }
+}
+
+/// Rendered answers by question, valid for one generation of the index and one `cache_max_age`.
+final class RenderedAnswers: Sendable {
+    struct Entry: Sendable {
+        var generation: UInt64
+        var maxAge: Int
+        var route: String
+        var reply: HeightRoutes.Reply
+        /// Status line and header lines up to (without) `Date`.
+        var head: [UInt8]
+    }
+
+    /// Questions kept at most; past it the table starts over (any mix of questions stays bounded).
+    static let capacity = 4096
+    private let entries = Mutex<[String: Entry]>([:])
+
+    func entry(_ key: String, generation: UInt64, maxAge: Int) -> Entry? {
+        entries.withLock { entries in
+            guard let entry = entries[key], entry.generation == generation, entry.maxAge == maxAge else { return nil }
+            return entry
+        }
+    }
+
+    func store(_ entry: Entry, key: String) {
+        entries.withLock { entries in
+            if entries.count >= Self.capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
+            entries[key] = entry
+        }
     }
 }
 

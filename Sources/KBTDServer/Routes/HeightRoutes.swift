@@ -20,6 +20,9 @@ struct HeightRoutes: Sendable {
         var status: HTTPResponse.Status
         var headers: HTTPFields
         var body: [UInt8]?
+        /// The levels that answered, for `kbtd_height_answers_total` (`count(_:)`).
+        var basis: EstimateBasis?
+        var bases: [EstimateBasis] = []
     }
 
     static let paths: Set<String> = ["/v1/height", "/v1/heights"]
@@ -36,6 +39,7 @@ struct HeightRoutes: Sendable {
         do throws(FieldError) {
             let reply = try self.reply(path: request.uri.path, query: request.uri.queryParameters,
                                        ifNoneMatch: request.headers[.ifNoneMatch])
+            count(reply)
             guard let body = reply.body else { return Response(status: reply.status, headers: reply.headers) }
             return Response(status: reply.status, headers: reply.headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         } catch {
@@ -43,33 +47,35 @@ struct HeightRoutes: Sendable {
         }
     }
 
-    /// The answer to `path` (one of `paths`) with its query; counts the
-    /// estimate's levels in the metrics. Throws for a query that breaks a rule.
+    /// Counts an answer's levels in `kbtd_height_answers_total`, once per answer sent.
+    func count(_ reply: Reply) {
+        if let basis = reply.basis { metrics.heightAnswer(basis: basis) }
+        metrics.heightEstimates(reply.bases)
+    }
+
+    /// The answer to `path` (one of `paths`) with its query. Throws for a query that breaks a rule.
     func reply(path: String, query parameters: FlatDictionary<Substring, Substring>,
                ifNoneMatch: String?) throws(FieldError) -> Reply {
         if path == "/v1/height" {
             let query = try HeightQuery(parameters: { parameters[Substring($0)].map(String.init) })
-            let answer = heights.height(query)
-            if let basis = answer.basis { metrics.heightAnswer(basis: basis) }
-            return cached(answer, ifNoneMatch: ifNoneMatch)
+            return cached(heights.height(query), ifNoneMatch: ifNoneMatch)
         }
         let model = try HeightQuery.model(parameters["model"].map(String.init))
         let os = parameters["os"].map(String.init)
         if let os { _ = try HeightQuery.osMajor(os) }
         var screen: ScreenSize?
         if let text = parameters["screen"].map(String.init) { screen = try HeightQuery.screen(text) }
-        let answer = heights.heights(model: model, os: os, screen: screen)
-        metrics.heightEstimates(answer.bases)
-        return cached(answer, ifNoneMatch: ifNoneMatch)
+        return cached(heights.heights(model: model, os: os, screen: screen), ifNoneMatch: ifNoneMatch)
     }
 
     private func cached(_ answer: CachedAnswer, ifNoneMatch match: String?) -> Reply {
         let cacheControl = "public, max-age=\(settings.current.cacheMaxAge)"
         if let match,
            match == "*" || match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == answer.etag }) {
-            return Reply(status: .notModified, headers: [.cacheControl: cacheControl, .eTag: answer.etag], body: nil)
+            return Reply(status: .notModified, headers: [.cacheControl: cacheControl, .eTag: answer.etag], body: nil,
+                         basis: answer.basis, bases: answer.bases)
         }
         return Reply(status: .ok, headers: [.contentType: "application/json", .cacheControl: cacheControl, .eTag: answer.etag],
-                     body: answer.body)
+                     body: answer.body, basis: answer.basis, bases: answer.bases)
     }
 }

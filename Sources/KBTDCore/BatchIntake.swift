@@ -609,7 +609,14 @@ struct IntakeScanner {
 
     // MARK: JSONParser's grammar, without the tree
 
+    /// Inlined for the common case (no whitespace: the next byte is above 0x20).
+    @inline(__always)
     private mutating func skipWhitespace() {
+        guard index < bytes.count, bytes[index] <= 0x20 else { return }
+        skipWhitespaceBytes()
+    }
+
+    private mutating func skipWhitespaceBytes() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -922,6 +929,16 @@ struct IntakeScanner {
 private func memoryEqual(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>?, _ count: Int) -> Bool {
     guard count > 0 else { return true }
     guard let a, let b else { return false }
-    for i in 0..<count where a[i] != b[i] { return false }
+    var i = 0
+    while i + 8 <= count {  // eight bytes at a time, then the rest
+        guard UnsafeRawPointer(a + i).loadUnaligned(as: UInt64.self) == UnsafeRawPointer(b + i).loadUnaligned(as: UInt64.self) else {
+            return false
+        }
+        i += 8
+    }
+    while i < count {
+        guard a[i] == b[i] else { return false }
+        i += 1
+    }
     return true
 }

@@ -146,6 +146,28 @@ struct IntakeOracleTests {
         }
     }
 
+    /// One series with more distinct bins than the grouped reduction keeps in
+    /// its small arrays (16 per table, then a dictionary): the counts still
+    /// match the sample-by-sample reduction, repeated bins included.
+    @Test func manyBinsInOneSeriesAgree() throws {
+        var samples: [String] = []
+        for i in 0..<300 {
+            let height = 200 + (i % 60) * 3  // 60 distinct height bins, each five times
+            let cold = i % 2 == 0 ? #","cold_start_ms":\#(100 + (i % 40) * 37),"preloaded":\#(i % 3 == 0)"# : ""
+            samples.append(Self.sample(#","safe_area_bottom":\#(i % 30)\#(cold)"#, height: "\(height)")
+                .replacingOccurrences(of: #""duration":0.25,"curve":7"#, with: #""duration":0.\#(i % 25),"curve":\#(i % 16)"#))
+        }
+        let document = Array(Self.batch(samples: samples.joined(separator: ",")).utf8)
+        #expect(IntakeOracle.difference(json: document, now: Self.now, rules: Self.rules) == nil)
+        let delta = AggregateDelta(batch: try BatchIntake.validate(json: document, now: Self.now, rules: Self.rules))
+        #expect(delta.heights.count == 60)
+        #expect(delta.heights.values.allSatisfy { $0 == 5 })
+        #expect(delta.safeAreas.count == 30)
+        #expect(delta.animations.count > 16)
+        #expect(delta.coldStarts.count > 16)
+        #expect(delta.animations.values.reduce(0, +) == 300)
+    }
+
     /// Random decimal literals of every length, through `height` and `duration`, compared bit for bit.
     @Test func randomNumbersAgree() {
         var random = SplitMix64(seed: 11)

@@ -172,6 +172,9 @@ struct IntakeScanner {
     var interned: [String] = []
     var languageValid: [Bool] = []
     var keyboardTypeValid: [Bool] = []
+    /// The field of the key at each of a sample's first 16 positions in the
+    /// last sample that had a key there (-1: another key), for `scanSample`'s guess.
+    var keyOrder = [Int](repeating: -1, count: 16)
 
     init(bytes: UnsafeBufferPointer<UInt8>, rules: BatchValidator, now: Double) {
         self.bytes = bytes
@@ -347,18 +350,33 @@ struct IntakeScanner {
             index += 1
             return fields
         }
+        var position = 0
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
-            let key = try parseString()
-            // Field names by bytes; any other key as a `String` (as the parser's dictionary compares keys).
-            var field = Self.sampleField(key)
+            var field = -1
             var name: String?
-            if field < 0 {
-                let text = String(decoding: key, as: UTF8.self)
-                field = SampleFields.names.firstIndex(where: { $0 == text }) ?? -1
-                name = text
+            // Clients write every sample's members in the same order: when the
+            // bytes here are exactly `"name"` of the field the previous sample
+            // had at this position, the key is that field (what parseString and
+            // sampleField would have found) without scanning it.
+            if position < keyOrder.count, case let predicted = keyOrder[position], predicted >= 0,
+               case let quoted = Self.quotedSampleKeys[predicted], index + quoted.utf8CodeUnitCount <= bytes.count,
+               memoryEqual(quoted.utf8Start, bytes.baseAddress! + index, quoted.utf8CodeUnitCount) {
+                field = predicted
+                index += quoted.utf8CodeUnitCount
+            } else {
+                let key = try parseString()
+                // Field names by bytes; any other key as a `String` (as the parser's dictionary compares keys).
+                field = Self.sampleField(key)
+                if field < 0 {
+                    let text = String(decoding: key, as: UTF8.self)
+                    field = SampleFields.names.firstIndex(where: { $0 == text }) ?? -1
+                    name = text
+                }
+                if position < keyOrder.count { keyOrder[position] = field }
             }
+            position += 1
             try expectColon()
             let value = try parseValue(depth: depth)
             if field >= 0 {
@@ -566,6 +584,13 @@ struct IntakeScanner {
         }
         throw error("expected ',' or '}'")
     }
+
+    /// Each sample field's name in quotes, as it appears in a document when written plainly.
+    private static let quotedSampleKeys: [StaticString] = [
+        "\"t\"", "\"event\"", "\"language\"", "\"orientation\"", "\"keyboard_type\"", "\"floating\"",
+        "\"hardware_keyboard\"", "\"preloaded\"", "\"height\"", "\"accessory_height\"", "\"safe_area_bottom\"",
+        "\"duration\"", "\"curve\"", "\"cold_start_ms\"",
+    ]
 
     /// The sample field a key names by its bytes (-1: not a plain-ASCII field name).
     @inline(__always)

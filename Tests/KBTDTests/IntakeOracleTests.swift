@@ -123,6 +123,18 @@ struct IntakeOracleTests {
         for t in ["1763719198.123456", "1763719198.1234567", "1.763719198e9", "1763719198123456e-6", "17637191981234567e-7"] {
             documents.append(batch(samples: sample(t: t)))
         }
+        // scanSample guesses each key from the previous sample's order: keys
+        // that break the pattern, spell a field with an escape, repeat, or end the input mid-key.
+        // (A duplicate key ends the parse, so each duplicate gets its own document.)
+        documents.append(batch(samples: [sample(), #"{"event":"show","t":1}"#, #"{"t ":1,"tt":2,"\u0074":3}"#, sample(),
+                                         sample().replacingOccurrences(of: #"{"t""#, with: #"{"\u0074""#), sample()].joined(separator: ",")))
+        for second in [sample(#","\u0074":1"#), #"{"t":1,"t":2}"#, #"{"ev\u0065nt":"hide","event":"show"}"#, #"{"tt":1,"t":2,"t":3}"#] {
+            documents.append(batch(samples: sample() + "," + second))
+        }
+        let two = batch(samples: sample(#","x":1"#) + "," + sample(#","x":1"#))
+        for cut in stride(from: two.utf8.count / 2, to: two.utf8.count, by: 1) {
+            documents.append(String(decoding: Array(two.utf8.prefix(cut)), as: UTF8.self))
+        }
         return documents
     }()
 

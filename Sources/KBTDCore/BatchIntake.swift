@@ -954,16 +954,19 @@ struct IntakeScanner {
 private func memoryEqual(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>?, _ count: Int) -> Bool {
     guard count > 0 else { return true }
     guard let a, let b else { return false }
+    @inline(__always) func word(_ p: UnsafePointer<UInt8>, _ i: Int) -> UInt64 { UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self) }
+    @inline(__always) func half(_ p: UnsafePointer<UInt8>, _ i: Int) -> UInt32 { UnsafeRawPointer(p + i).loadUnaligned(as: UInt32.self) }
+    if count < 4 {
+        for i in 0..<count where a[i] != b[i] { return false }
+        return true
+    }
+    if count <= 8 {  // two loads that overlap in the middle cover 4...8 bytes
+        return half(a, 0) == half(b, 0) && half(a, count - 4) == half(b, count - 4)
+    }
     var i = 0
-    while i + 8 <= count {  // eight bytes at a time, then the rest
-        guard UnsafeRawPointer(a + i).loadUnaligned(as: UInt64.self) == UnsafeRawPointer(b + i).loadUnaligned(as: UInt64.self) else {
-            return false
-        }
+    while i + 8 < count {  // eight bytes at a time, then the last eight (overlapping)
+        guard word(a, i) == word(b, i) else { return false }
         i += 8
     }
-    while i < count {
-        guard a[i] == b[i] else { return false }
-        i += 1
-    }
-    return true
+    return word(a, count - 8) == word(b, count - 8)
 }

@@ -178,46 +178,78 @@ private struct SeriesCounts {
         var bucket: Int
     }
 
-    var animations: [Animation: Int64] = [:]
-    var heights: [Height: Int64] = [:]
-    var votes: [Int: Int64] = [:]
-    var safeAreas: [Int: Int64] = [:]
-    var coldStarts: [ColdStart: Int64] = [:]
+    var animations = SmallCounts<Animation>()
+    var heights = SmallCounts<Height>()
+    var votes = SmallCounts<Int>()
+    var safeAreas = SmallCounts<Int>()
+    var coldStarts = SmallCounts<ColdStart>()
 
     /// `AggregateDelta.add(_:device:)` for one key.
     mutating func add(_ sample: Sample) {
-        animations[Animation(event: sample.event, bin: AnimationBin(duration: sample.duration, curve: sample.curve)), default: 0] += 1
+        animations.add(Animation(event: sample.event, bin: AnimationBin(duration: sample.duration, curve: sample.curve)))
         if sample.event != .hide {
             let placement = sample.placement
             let bin = HeightBin.halfPoints(sample.systemHeight)
-            heights[Height(placement: placement, halfPoints: bin), default: 0] += 1
+            heights.add(Height(placement: placement, halfPoints: bin))
             if placement == .docked {
-                votes[bin, default: 0] += 1
-                safeAreas[HeightBin.halfPoints(sample.safeAreaBottom), default: 0] += 1
+                votes.add(bin)
+                safeAreas.add(HeightBin.halfPoints(sample.safeAreaBottom))
             }
         }
         if let coldStart = sample.coldStartMs {
-            coldStarts[ColdStart(preloaded: sample.preloaded, bucket: LogBucket.index(coldStart)), default: 0] += 1
+            coldStarts.add(ColdStart(preloaded: sample.preloaded, bucket: LogBucket.index(coldStart)))
         }
     }
 
     func flush(_ series: SeriesKey, into delta: inout AggregateDelta) {
-        for (key, count) in animations {
+        animations.forEach { key, count in
             delta.animations[AnimationCountKey(series: series, event: key.event, bin: key.bin), default: 0] += count
         }
-        for (key, count) in heights {
+        heights.forEach { key, count in
             delta.heights[HeightCountKey(series: series, placement: key.placement, halfPoints: key.halfPoints), default: 0] += count
         }
-        for (bin, count) in votes {
+        votes.forEach { bin, count in
             delta.votes[SeriesBin(series: series, halfPoints: bin), default: 0] += count
         }
         if !votes.isEmpty { delta.sources[series, default: []].insert(.trusted) }
-        for (bin, count) in safeAreas {
+        safeAreas.forEach { bin, count in
             delta.safeAreas[SeriesBin(series: series, halfPoints: bin), default: 0] += count
         }
-        for (key, count) in coldStarts {
+        coldStarts.forEach { key, count in
             delta.coldStarts[ColdStartCountKey(series: series, preloaded: key.preloaded, bucket: key.bucket), default: 0] += count
         }
+    }
+}
+
+/// Counts by key for the few distinct keys one series sees in a batch: the
+/// first `linearLimit` keys in arrays searched linearly (cheaper than hashing
+/// for a handful), any further ones in a dictionary (so a batch of thousands
+/// of distinct bins stays linear in time).
+private struct SmallCounts<Key: Hashable> {
+    static var linearLimit: Int { 16 }
+    var keys: [Key] = []
+    var counts: [Int64] = []
+    var overflow: [Key: Int64] = [:]
+
+    var isEmpty: Bool { keys.isEmpty }
+
+    @inline(__always)
+    mutating func add(_ key: Key) {
+        for i in keys.indices where keys[i] == key {
+            counts[i] += 1
+            return
+        }
+        if keys.count < Self.linearLimit {
+            keys.append(key)
+            counts.append(1)
+        } else {
+            overflow[key, default: 0] += 1
+        }
+    }
+
+    func forEach(_ body: (Key, Int64) -> Void) {
+        for i in keys.indices { body(keys[i], counts[i]) }
+        for (key, count) in overflow { body(key, count) }
     }
 }
 

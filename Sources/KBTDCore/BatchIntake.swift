@@ -172,6 +172,9 @@ struct IntakeScanner {
     var interned: [String] = []
     var languageValid: [Bool] = []
     var keyboardTypeValid: [Bool] = []
+    /// The field of the key at each of a sample's first 16 positions in the
+    /// last sample that had a key there (-1: another key), for `scanSample`'s guess.
+    var keyOrder = [Int](repeating: -1, count: 16)
 
     init(bytes: UnsafeBufferPointer<UInt8>, rules: BatchValidator, now: Double) {
         self.bytes = bytes
@@ -347,18 +350,33 @@ struct IntakeScanner {
             index += 1
             return fields
         }
+        var position = 0
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
-            let key = try parseString()
-            // Field names by bytes; any other key as a `String` (as the parser's dictionary compares keys).
-            var field = Self.sampleField(key)
+            var field = -1
             var name: String?
-            if field < 0 {
-                let text = String(decoding: key, as: UTF8.self)
-                field = SampleFields.names.firstIndex(where: { $0 == text }) ?? -1
-                name = text
+            // Clients write every sample's members in the same order: when the
+            // bytes here are exactly `"name"` of the field the previous sample
+            // had at this position, the key is that field (what parseString and
+            // sampleField would have found) without scanning it.
+            if position < keyOrder.count, case let predicted = keyOrder[position], predicted >= 0,
+               case let quoted = Self.quotedSampleKeys[predicted], index + quoted.utf8CodeUnitCount <= bytes.count,
+               memoryEqual(quoted.utf8Start, bytes.baseAddress! + index, quoted.utf8CodeUnitCount) {
+                field = predicted
+                index += quoted.utf8CodeUnitCount
+            } else {
+                let key = try parseString()
+                // Field names by bytes; any other key as a `String` (as the parser's dictionary compares keys).
+                field = Self.sampleField(key)
+                if field < 0 {
+                    let text = String(decoding: key, as: UTF8.self)
+                    field = SampleFields.names.firstIndex(where: { $0 == text }) ?? -1
+                    name = text
+                }
+                if position < keyOrder.count { keyOrder[position] = field }
             }
+            position += 1
             try expectColon()
             let value = try parseValue(depth: depth)
             if field >= 0 {
@@ -567,6 +585,13 @@ struct IntakeScanner {
         throw error("expected ',' or '}'")
     }
 
+    /// Each sample field's name in quotes, as it appears in a document when written plainly.
+    private static let quotedSampleKeys: [StaticString] = [
+        "\"t\"", "\"event\"", "\"language\"", "\"orientation\"", "\"keyboard_type\"", "\"floating\"",
+        "\"hardware_keyboard\"", "\"preloaded\"", "\"height\"", "\"accessory_height\"", "\"safe_area_bottom\"",
+        "\"duration\"", "\"curve\"", "\"cold_start_ms\"",
+    ]
+
     /// The sample field a key names by its bytes (-1: not a plain-ASCII field name).
     @inline(__always)
     private static func sampleField(_ key: UnsafeBufferPointer<UInt8>) -> Int {
@@ -609,7 +634,14 @@ struct IntakeScanner {
 
     // MARK: JSONParser's grammar, without the tree
 
+    /// Inlined for the common case (no whitespace: the next byte is above 0x20).
+    @inline(__always)
     private mutating func skipWhitespace() {
+        guard index < bytes.count, bytes[index] <= 0x20 else { return }
+        skipWhitespaceBytes()
+    }
+
+    private mutating func skipWhitespaceBytes() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -689,12 +721,27 @@ struct IntakeScanner {
     private mutating func parseString() throws(ParseError) -> UnsafeBufferPointer<UInt8> {
         index += 1  // opening quote
         let start = index
-        var bits: UInt8 = 0  // any byte >= 0x80 sets the high bit
+        let base = bytes.baseAddress!
+        var bits: UInt64 = 0  // any byte >= 0x80 sets a byte's high bit
+        // Eight bytes at a time (SWAR) up to the first quote, backslash or
+        // control byte: `Self.special` marks them; the rest byte by byte.
+        while index + 8 <= bytes.count {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+            let marks = Self.special(word)
+            if marks != 0 {
+                let before = marks.trailingZeroBitCount / 8  // plain bytes before the first special one
+                bits |= word & ((1 << UInt64(before * 8)) &- 1)
+                index += before
+                break
+            }
+            bits |= word
+            index += 8
+        }
         while index < bytes.count {
-            let byte = bytes[index]
+            let byte = base[index]
             if byte == UInt8(ascii: "\"") {
-                let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
-                guard bits < 0x80 || String(validating: slice, as: UTF8.self) != nil else {
+                let slice = UnsafeBufferPointer(start: base + start, count: index - start)
+                guard bits & 0x8080_8080_8080_8080 == 0 || String(validating: slice, as: UTF8.self) != nil else {
                     throw ParseError(reason: "invalid UTF-8 in string", offset: start)
                 }
                 index += 1
@@ -702,7 +749,7 @@ struct IntakeScanner {
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in string") }
-            bits |= byte
+            bits |= UInt64(byte)
             index += 1
         }
         // Escapes: unescape into `scratch` (never longer than the escaped text).
@@ -782,67 +829,81 @@ struct IntakeScanner {
         return value
     }
 
-    /// A number literal (as `JSONParser.parseNumber`). Literals whose digits
-    /// make an integer of at most 2^53 and whose power of ten is within ±22
-    /// convert exactly with one IEEE multiplication or division (Clinger's
-    /// fast path: both operands are exact, so the result is the correctly
-    /// rounded one `Double(String)` gives); any other literal goes through
-    /// `Double(String)` itself.
+    /// A number literal (as `JSONParser.parseNumber`: same syntax checks,
+    /// same value). The significant digits (up to 19) make a 64-bit integer w
+    /// and the literal is w × 10^q; `DecimalConversion` rounds that correctly
+    /// for q within ±64 (Clinger's exact fast path, else Eisel-Lemire). With
+    /// more than 19 significant digits the value lies between w × 10^q and
+    /// (w + 1) × 10^q: when both round to the same Double, that is the answer.
+    /// Anything undecided goes through `Double(String)` itself.
     private mutating func parseNumber() throws(ParseError) -> Double {
         let start = index
-        @inline(__always) func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+        let base = bytes.baseAddress!
+        let end = bytes.count
+        @inline(__always) func digit(_ i: Int) -> UInt64? {
+            let d = base[i] &- UInt8(ascii: "0")
+            return d < 10 ? UInt64(d) : nil
+        }
         var negative = false
-        if bytes[index] == UInt8(ascii: "-") {
+        if base[index] == UInt8(ascii: "-") {
             negative = true
             index += 1
         }
-        guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
+        guard index < end, digit(index) != nil else { throw error("invalid number") }
         var mantissa: UInt64 = 0
-        var digits = 0
-        if bytes[index] == UInt8(ascii: "0") {
+        var significant = 0  // digits from the first non-zero one
+        var scale = 0  // the power of ten the digits in `mantissa` are short of
+        if base[index] == UInt8(ascii: "0") {
             index += 1
-            digits = 1
-            if index < bytes.count, isDigit(bytes[index]) { throw error("invalid number: leading zero") }
+            if index < end, digit(index) != nil { throw error("invalid number: leading zero") }
         } else {
-            while index < bytes.count, isDigit(bytes[index]) {
-                if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
-                digits += 1
+            while index < end, let d = digit(index) {
+                if significant < 19 { mantissa = mantissa &* 10 &+ d } else { scale += 1 }
+                significant += 1
                 index += 1
             }
         }
-        var fractionDigits = 0
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+        if index < end, base[index] == UInt8(ascii: ".") {
             index += 1
-            guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
-            while index < bytes.count, isDigit(bytes[index]) {
-                if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
-                digits += 1
-                fractionDigits += 1
+            guard index < end, digit(index) != nil else { throw error("invalid number") }
+            while index < end, let d = digit(index) {
+                if significant < 19 {
+                    mantissa = mantissa &* 10 &+ d
+                    scale -= 1
+                    if mantissa != 0 { significant += 1 }
+                } else {
+                    significant += 1
+                }
                 index += 1
             }
         }
         var exponent = 0
         var exponentDigits = 0
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+        if index < end, base[index] == UInt8(ascii: "e") || base[index] == UInt8(ascii: "E") {
             index += 1
             var exponentNegative = false
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
-                exponentNegative = bytes[index] == UInt8(ascii: "-")
+            if index < end, base[index] == UInt8(ascii: "+") || base[index] == UInt8(ascii: "-") {
+                exponentNegative = base[index] == UInt8(ascii: "-")
                 index += 1
             }
-            guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
-            while index < bytes.count, isDigit(bytes[index]) {
-                if exponentDigits < 6 { exponent = exponent * 10 + Int(bytes[index] - UInt8(ascii: "0")) }
+            guard index < end, digit(index) != nil else { throw error("invalid number") }
+            while index < end, let d = digit(index) {
+                if exponentDigits < 6 { exponent = exponent * 10 + Int(d) }
                 exponentDigits += 1
                 index += 1
             }
             if exponentNegative { exponent = -exponent }
         }
         guard index - start <= 64 else { throw ParseError(reason: "number literal too long", offset: start) }
-        let power = exponent - fractionDigits
-        if digits <= 19, mantissa <= 1 << 53, exponentDigits <= 6, (-22...22).contains(power) {
-            let value = power >= 0 ? Double(mantissa) * Self.powersOfTen[power] : Double(mantissa) / Self.powersOfTen[-power]
-            return negative ? -value : value
+        if exponentDigits <= 6 || mantissa == 0 {
+            let q = exponent + scale
+            if significant <= 19 {
+                if let value = DecimalConversion.double(mantissa: mantissa, exponent: q, negative: negative) { return value }
+            } else if let low = DecimalConversion.eiselLemire(mantissa, q, negative: negative),
+                      let high = DecimalConversion.eiselLemire(mantissa + 1, q, negative: negative),
+                      low.bitPattern == high.bitPattern {
+                return low
+            }
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         guard let value = Double(text), value.isFinite else {
@@ -851,11 +912,35 @@ struct IntakeScanner {
         return value
     }
 
-    /// 1e0 ... 1e22: every one exact in a Double.
-    private static let powersOfTen: [Double] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-    ]
+    /// One number literal, read as the scanner reads one in a document
+    /// (`DecimalConversionTests` compares it with `Double(String)`).
+    static func number(literal: [UInt8]) throws(ParseError) -> Double {
+        let result = literal.withUnsafeBufferPointer { buffer -> Result<Double, ParseError> in
+            var scanner = IntakeScanner(bytes: buffer, rules: BatchValidator(maxSamples: 1), now: 0)
+            do throws(ParseError) {
+                guard !buffer.isEmpty else { throw scanner.error("unexpected end of input") }
+                let value = try scanner.parseNumber()
+                guard scanner.index == buffer.count else { throw scanner.error("unexpected data after the JSON document") }
+                return .success(value)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// The high bit of each byte of `word` that is a quote, a backslash or
+    /// below 0x20. Exact up to the first such byte (the lowest set bit); a
+    /// borrow may mark bytes above it, which are never looked at.
+    @inline(__always)
+    private static func special(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let quote = word ^ (ones &* 0x22), backslash = word ^ (ones &* 0x5C)
+        let zeroQuote = (quote &- ones) & ~quote
+        let zeroBackslash = (backslash &- ones) & ~backslash
+        let control = (word &- ones &* 0x20) & ~word
+        return (zeroQuote | zeroBackslash | control) & highs
+    }
 
     /// What `String(validating:as: UTF8.self)` accepts (ASCII checked here, the rest by it).
     @inline(__always)
@@ -869,6 +954,19 @@ struct IntakeScanner {
 private func memoryEqual(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>?, _ count: Int) -> Bool {
     guard count > 0 else { return true }
     guard let a, let b else { return false }
-    for i in 0..<count where a[i] != b[i] { return false }
-    return true
+    @inline(__always) func word(_ p: UnsafePointer<UInt8>, _ i: Int) -> UInt64 { UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self) }
+    @inline(__always) func half(_ p: UnsafePointer<UInt8>, _ i: Int) -> UInt32 { UnsafeRawPointer(p + i).loadUnaligned(as: UInt32.self) }
+    if count < 4 {
+        for i in 0..<count where a[i] != b[i] { return false }
+        return true
+    }
+    if count <= 8 {  // two loads that overlap in the middle cover 4...8 bytes
+        return half(a, 0) == half(b, 0) && half(a, count - 4) == half(b, count - 4)
+    }
+    var i = 0
+    while i + 8 < count {  // eight bytes at a time, then the last eight (overlapping)
+        guard word(a, i) == word(b, i) else { return false }
+        i += 8
+    }
+    return word(a, count - 8) == word(b, count - 8)
 }

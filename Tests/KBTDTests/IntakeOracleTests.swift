@@ -123,6 +123,18 @@ struct IntakeOracleTests {
         for t in ["1763719198.123456", "1763719198.1234567", "1.763719198e9", "1763719198123456e-6", "17637191981234567e-7"] {
             documents.append(batch(samples: sample(t: t)))
         }
+        // scanSample guesses each key from the previous sample's order: keys
+        // that break the pattern, spell a field with an escape, repeat, or end the input mid-key.
+        // (A duplicate key ends the parse, so each duplicate gets its own document.)
+        documents.append(batch(samples: [sample(), #"{"event":"show","t":1}"#, #"{"t ":1,"tt":2,"\u0074":3}"#, sample(),
+                                         sample().replacingOccurrences(of: #"{"t""#, with: #"{"\u0074""#), sample()].joined(separator: ",")))
+        for second in [sample(#","\u0074":1"#), #"{"t":1,"t":2}"#, #"{"ev\u0065nt":"hide","event":"show"}"#, #"{"tt":1,"t":2,"t":3}"#] {
+            documents.append(batch(samples: sample() + "," + second))
+        }
+        let two = batch(samples: sample(#","x":1"#) + "," + sample(#","x":1"#))
+        for cut in stride(from: two.utf8.count / 2, to: two.utf8.count, by: 1) {
+            documents.append(String(decoding: Array(two.utf8.prefix(cut)), as: UTF8.self))
+        }
         return documents
     }()
 
@@ -144,6 +156,28 @@ struct IntakeOracleTests {
                 #expect(IntakeOracle.difference(json: key, now: Self.now, rules: Self.rules) == nil, "\(bad)")
             }
         }
+    }
+
+    /// One series with more distinct bins than the grouped reduction keeps in
+    /// its small arrays (16 per table, then a dictionary): the counts still
+    /// match the sample-by-sample reduction, repeated bins included.
+    @Test func manyBinsInOneSeriesAgree() throws {
+        var samples: [String] = []
+        for i in 0..<300 {
+            let height = 200 + (i % 60) * 3  // 60 distinct height bins, each five times
+            let cold = i % 2 == 0 ? #","cold_start_ms":\#(100 + (i % 40) * 37),"preloaded":\#(i % 3 == 0)"# : ""
+            samples.append(Self.sample(#","safe_area_bottom":\#(i % 30)\#(cold)"#, height: "\(height)")
+                .replacingOccurrences(of: #""duration":0.25,"curve":7"#, with: #""duration":0.\#(i % 25),"curve":\#(i % 16)"#))
+        }
+        let document = Array(Self.batch(samples: samples.joined(separator: ",")).utf8)
+        #expect(IntakeOracle.difference(json: document, now: Self.now, rules: Self.rules) == nil)
+        let delta = AggregateDelta(batch: try BatchIntake.validate(json: document, now: Self.now, rules: Self.rules))
+        #expect(delta.heights.count == 60)
+        #expect(delta.heights.values.allSatisfy { $0 == 5 })
+        #expect(delta.safeAreas.count == 30)
+        #expect(delta.animations.count > 16)
+        #expect(delta.coldStarts.count > 16)
+        #expect(delta.animations.values.reduce(0, +) == 300)
     }
 
     /// Random decimal literals of every length, through `height` and `duration`, compared bit for bit.

@@ -35,10 +35,16 @@ struct CachedAnswers: Sendable {
     /// The answer's header fields as the router's path sends them (with its
     /// `Content-Length` and `Date`); counts the answer as the router's path does.
     func sending(_ reply: HeightRoutes.Reply, route: String) -> HTTPFields {
-        var headers = reply.headers
-        if let body = reply.body { headers[.contentLength] = String(body.count) }
+        var headers = Self.framed(reply)
         headers[.date] = dates.now()
         count(reply, route: route)
+        return headers
+    }
+
+    /// The reply's header fields with the `Content-Length` of its body (a 304 has none), before `Date`.
+    private static func framed(_ reply: HeightRoutes.Reply) -> HTTPFields {
+        var headers = reply.headers
+        if let body = reply.body { headers[.contentLength] = String(body.count) }
         return headers
     }
 
@@ -63,10 +69,8 @@ struct CachedAnswers: Sendable {
             entry = hit
         } else {
             guard let (route, reply) = reply(target: target, ifNoneMatch: ifNoneMatch) else { return nil }
-            var headers = reply.headers
-            if let body = reply.body { headers[.contentLength] = String(body.count) }
             var head = "HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\n"
-            for field in headers { head += "\(field.name.rawName): \(field.value)\r\n" }
+            for field in Self.framed(reply) { head += "\(field.name.rawName): \(field.value)\r\n" }
             entry = RenderedAnswers.Entry(generation: generation, maxAge: maxAge, route: route, reply: reply,
                                           head: Array(head.utf8))
             rendered.store(entry, key: key)

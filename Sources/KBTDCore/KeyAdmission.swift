@@ -57,6 +57,13 @@ public struct KeyAdmission: Sendable {
     /// Keys currently remembered.
     public var keyCount: Int { known.count }
 
+    /// Starts the day's per-network quotas from what the store kept (start-up), so a
+    /// restart does not hand every network a fresh `max_new_keys_per_source_per_day`.
+    public mutating func restore(day: Int64, created: [SourceID: Int]) {
+        self.day = day
+        createdToday = created
+    }
+
     /// Records a key that is already stored (start-up).
     public mutating func remember(_ key: SeriesKey) {
         if known.insert(key.fingerprint).inserted {
@@ -88,7 +95,7 @@ public struct KeyAdmission: Sendable {
             return .languagesPerModel
         }
         if source != .trusted {
-            let today = Int64((now / 86_400).rounded(.down))
+            let today = SourcePolicy.day(of: now)
             if today != day {
                 createdToday = [:]
                 day = today

@@ -176,6 +176,33 @@ enum PostgresSQL {
         return b.query(sql)
     }
 
+    /// Ledger rows, one per (day, source, series, height_bin): callers sum duplicates first
+    /// (one statement may not update a row twice) and sort them (nodes lock rows alike).
+    static func upsertLedger(_ rows: [(day: Int64, source: Int64, series: Int64, bin: Int64, group: Int64, reserve: Int64, votes: Int64)])
+        -> PostgresQuery {
+        let b = SQLBinds()
+        let sql = """
+            INSERT INTO vote_ledger(day, source, series, height_bin, network_group, reserve, votes)
+            SELECT * FROM unnest(\(b(rows.map { Int($0.day) }))::bigint[], \(b(rows.map { Int($0.source) }))::bigint[],
+                                 \(b(rows.map { Int($0.series) }))::bigint[], \(b(rows.map { Int($0.bin) }))::bigint[],
+                                 \(b(rows.map { Int($0.group) }))::bigint[], \(b(rows.map { Int($0.reserve) }))::bigint[],
+                                 \(b(rows.map { Int($0.votes) }))::bigint[])
+            ON CONFLICT (day, source, series, height_bin) DO UPDATE SET votes = vote_ledger.votes + excluded.votes
+            """
+        return b.query(sql)
+    }
+
+    static func upsertQuota(_ rows: [(day: Int64, source: Int64, created: Int64)]) -> PostgresQuery {
+        let b = SQLBinds()
+        let sql = """
+            INSERT INTO key_quota(day, source, created)
+            SELECT * FROM unnest(\(b(rows.map { Int($0.day) }))::bigint[], \(b(rows.map { Int($0.source) }))::bigint[],
+                                 \(b(rows.map { Int($0.created) }))::bigint[])
+            ON CONFLICT (day, source) DO UPDATE SET created = key_quota.created + excluded.created
+            """
+        return b.query(sql)
+    }
+
     static func registerKeys(_ keys: [SeriesKey], firstSeen: Int64) -> PostgresQuery {
         var arrays = KeyArrays()
         keys.forEach { arrays.append($0) }

@@ -204,6 +204,28 @@ public enum PostgresSchema {
                 FROM batches GROUP BY received_at / 3600
             """,
         ]),
+        Migration(version: 6, name: "the day's vote ledger and new-key quotas (kept across restarts)", sql: [
+            """
+            CREATE TABLE vote_ledger (
+                day           BIGINT NOT NULL,
+                source        BIGINT NOT NULL,
+                series        BIGINT NOT NULL,
+                height_bin    BIGINT NOT NULL,
+                network_group BIGINT NOT NULL,
+                reserve       BIGINT NOT NULL,
+                votes         BIGINT NOT NULL,
+                PRIMARY KEY (day, source, series, height_bin)
+            )
+            """,
+            """
+            CREATE TABLE key_quota (
+                day     BIGINT NOT NULL,
+                source  BIGINT NOT NULL,
+                created BIGINT NOT NULL,
+                PRIMARY KEY (day, source)
+            )
+            """,
+        ]),
     ]
 
     static var latestVersion: Int { migrations.last!.version }

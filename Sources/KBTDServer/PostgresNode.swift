@@ -13,12 +13,15 @@ public final class PostgresNode: Sendable {
     let marks = CommitLogMarks()
     let snapshot: IndexSnapshot
     let keys: [SeriesKey]
+    /// Today's abuse budgets as every node has spent them so far.
+    let ledger: SourceLedger
     let catchUpBound: Double
 
-    private init(database: PostgresDatabase, snapshot: IndexSnapshot, keys: [SeriesKey], catchUpBound: Double) {
+    private init(database: PostgresDatabase, snapshot: IndexSnapshot, keys: [SeriesKey], ledger: SourceLedger, catchUpBound: Double) {
         self.database = database
         self.snapshot = snapshot
         self.keys = keys
+        self.ledger = ledger
         self.catchUpBound = catchUpBound
     }
 
@@ -54,14 +57,16 @@ public final class PostgresNode: Sendable {
             }
         }
         // The store's reads block: NIO's thread pool, not the cooperative pool.
-        let (snapshot, keys) = try await NIOThreadPool.singleton.runIfActive {
+        let (snapshot, keys, ledger) = try await NIOThreadPool.singleton.runIfActive {
             let store = try PostgresTelemetryStore(database: database, migrate: false, admission: admission)
             let snapshot = try store.loadIndexSnapshot()
             var keys: [SeriesKey] = []
             try store.forEachKey { keys.append($0) }
-            return (snapshot, keys)
+            let ledger = try store.loadLedger(day: SourcePolicy.day(of: Date().timeIntervalSince1970))
+            return (snapshot, keys, ledger)
         }
-        return PostgresNode(database: database, snapshot: snapshot, keys: keys, catchUpBound: settings.postgres.indexCatchUpSeconds)
+        return PostgresNode(database: database, snapshot: snapshot, keys: keys, ledger: ledger,
+                            catchUpBound: settings.postgres.indexCatchUpSeconds)
     }
 
     /// What the writer thread opens (and reopens after a failed commit).

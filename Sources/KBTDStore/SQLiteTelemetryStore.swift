@@ -17,6 +17,8 @@ public final class SQLiteTelemetryStore: TelemetryStore {
     private let admission: @Sendable () -> IndexAdmission
     /// Fingerprints of keys admitted to the index (writer side).
     private var admittedKeys: Set<UInt64> = []
+    /// The last UTC day whose commit deleted earlier days' ledger rows.
+    private var ledgerDay: Int64 = -1
 
     /// Opens (creating and migrating when read-write) the database at `path`.
     ///
@@ -244,6 +246,7 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             try write(added)
             let (indexed, admitted) = try admit(added, trusted: trustedKeys, now: batches.map(\.receivedAt).max() ?? 0)
             try writeHourlyIngest(batches, stored: stored)
+            try writeLedger(batches, stored: stored)
             try db.execute("COMMIT;")
             return CommitResult(stored: stored, added: indexed, admitted: admitted)
         } catch {
@@ -289,6 +292,54 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             indexed.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
         }
         return (indexed, newlyAdmitted.count)
+    }
+
+    private static let upsertLedger = """
+        INSERT INTO vote_ledger(day, source, series, height_bin, network_group, reserve, votes) VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
+        """
+    private static let upsertQuota = """
+        INSERT INTO key_quota(day, source, created) VALUES (?, ?, ?)
+        ON CONFLICT DO UPDATE SET created = created + excluded.created
+        """
+
+    /// Persists what the commit's new batches spent of their sources' daily budgets; the first
+    /// commit of a UTC day deletes the earlier days' rows (the budgets start over each day).
+    private func writeLedger(_ batches: [PendingBatch], stored: [Bool]) throws(SQLiteError) {
+        let upsert = try statement(Self.upsertLedger)
+        let quota = try statement(Self.upsertQuota)
+        for (batch, isNew) in zip(batches, stored) where isNew && batch.source != .trusted {
+            let day = batch.receivedAt / 86_400
+            if day > ledgerDay {
+                try statement("DELETE FROM vote_ledger WHERE day < ?").run([.int(day)])
+                try statement("DELETE FROM key_quota WHERE day < ?").run([.int(day)])
+                ledgerDay = day
+            }
+            for row in batch.ledger {
+                try upsert.run([.int(day), .int(Int64(bitPattern: row.source.value)), .int(Int64(bitPattern: row.key)),
+                                .int(Int64(row.halfPoints)), .int(Int64(bitPattern: row.group.value)), .int(row.reserve ? 1 : 0),
+                                .int(row.votes)])
+            }
+            if batch.newKeys > 0 {
+                try quota.run([.int(day), .int(Int64(bitPattern: batch.source.value)), .int(Int64(batch.newKeys))])
+            }
+        }
+    }
+
+    public func loadLedger(day: Int64) throws -> SourceLedger {
+        var ledger = SourceLedger(day: day)
+        guard try hasTable("vote_ledger") else { return ledger }
+        try statement("""
+            SELECT source, series, height_bin, network_group, reserve, votes FROM vote_ledger WHERE day = ?
+            """).forEachRow([.int(day)]) { row in
+            ledger.votes.append(LedgerIncrement(
+                source: SourceID(UInt64(bitPattern: row.int(0))), group: SourceID(UInt64(bitPattern: row.int(3))),
+                key: UInt64(bitPattern: row.int(1)), halfPoints: Int(row.int(2)), votes: row.int(5), reserve: row.int(4) != 0))
+        }
+        try statement("SELECT source, created FROM key_quota WHERE day = ?").forEachRow([.int(day)]) { row in
+            ledger.newKeys[SourceID(UInt64(bitPattern: row.int(0))), default: 0] += Int(row.int(1))
+        }
+        return ledger
     }
 
     private func writeHourlyIngest(_ batches: [PendingBatch], stored: [Bool]) throws(SQLiteError) {

@@ -138,6 +138,28 @@ enum Schema {
                 SELECT received_at / 3600 * 3600, COUNT(*), SUM(accepted), SUM(rejected)
                 FROM batches GROUP BY received_at / 3600;
             """),
+        Migration(version: 6, name: "the day's vote ledger and new-key quotas (kept across restarts)", sql: """
+            -- Abuse budgets spent per UTC day (days since 1970), so a restart forgets nothing:
+            -- votes granted per (source network, key, height bin), and new keys per source network.
+            -- Sources and groups are the same hashed network identifiers as key_sources.source;
+            -- rows of earlier days are deleted at the first commit of a new day.
+            CREATE TABLE vote_ledger (
+                day           INTEGER NOT NULL,
+                source        INTEGER NOT NULL,
+                series        INTEGER NOT NULL,
+                height_bin    INTEGER NOT NULL,
+                network_group INTEGER NOT NULL,
+                reserve       INTEGER NOT NULL,
+                votes         INTEGER NOT NULL,
+                PRIMARY KEY (day, source, series, height_bin)
+            ) WITHOUT ROWID;
+            CREATE TABLE key_quota (
+                day     INTEGER NOT NULL,
+                source  INTEGER NOT NULL,
+                created INTEGER NOT NULL,
+                PRIMARY KEY (day, source)
+            ) WITHOUT ROWID;
+            """),
     ]
 
     /// `PRAGMA application_id` of a kbtd database ("kbtd" in ASCII): tells

@@ -12,6 +12,11 @@ public struct PendingBatch: Sendable {
     /// Who sent it: a trusted peer's keys answer at once, an untrusted network's
     /// only once `min_sources` networks reported them.
     public var source: SourceID = .trusted
+    /// What this batch added to the day's vote ledger (`SourcePolicy.apply`), and the new keys
+    /// its untrusted source created (`KeyAdmission`): persisted with the batch, so a restart
+    /// or another node starts the day from the same budgets.
+    public var ledger: [LedgerIncrement] = []
+    public var newKeys = 0
 
     public init(batchID: String, receivedAt: Int64, model: String, os: String, accepted: Int, rejected: Int, delta: AggregateDelta) {
         self.batchID = batchID
@@ -71,6 +76,8 @@ public protocol TelemetryStore: AnyObject {
     func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey]
     /// Bytes in the write-ahead log; runs a truncating checkpoint first when it grew past `limit`.
     func checkpointIfLarge(limit: Int64) -> Int64
+    /// The abuse budgets spent on UTC day `day` (the vote ledger and new-key quotas).
+    func loadLedger(day: Int64) throws -> SourceLedger
     /// Forgets batch ids received before `cutoff` (Unix seconds); returns how many.
     func pruneBatchIDs(receivedBefore cutoff: Int64) throws -> Int
     /// How many batch ids are remembered.

@@ -406,6 +406,19 @@ extension CachedAnswerTests {
         #expect(try Self.passed(channel) == Self.get, "and so does everything after")
     }
 
+    /// A head framed by bare LFs never ends in CR LF CR LF: it must reach the decoder (which answers
+    /// 400) as it arrives, not wait for the header deadline.
+    @Test(arguments: ["GET \(height) HTTP/1.1\n\n", "GET \(height) HTTP/1.1\r\nHost: a\n\n",
+                      "GET \(height) HTTP/1.1\r\n\n", "GET \(height) HTTP/1.1\r\nHost: a\r\n\r\r\n", "GET /v1/height\n"])
+    func aBareLineFeedGoesToTheDecoderAtOnce(_ request: String) throws {
+        let (handler, channel) = Self.bytesHandler()
+        defer { _ = try? channel.finish() }
+        try channel.writeInbound(ByteBuffer(string: request))
+        #expect(try Self.written(channel).isEmpty)
+        #expect(try Self.passed(channel) == request, "\(request.debugDescription) waits for nothing more")
+        #expect(handler.passing)
+    }
+
     @Test func aHalfClosedConnectionHandsItsPartialHeadToTheDecoder() throws {
         let (_, channel) = Self.bytesHandler()
         defer { _ = try? channel.finish() }

@@ -31,7 +31,7 @@ struct PostgresNodeTests {
         let postgres = try TestPostgres()
         let nodes = [Self.node(postgres), Self.node(postgres, url: postgres.socketURL)]
         try Self.startTogether(nodes)
-        #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM schema_migrations") == "5")
+        #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM schema_migrations") == "6")
 
         // Each batch goes to one node, its retry to the other.
         var bodies: [[UInt8]] = []
@@ -80,6 +80,39 @@ struct PostgresNodeTests {
         #expect(pageOfStats.json?["samples"] == .number(Double(expectedJa + expectedEn)))
         #expect(try nodes[1].get("/dashboard").status == 200)
         for node in nodes { #expect(node.stop() == 0) }
+    }
+
+    /// The day's vote ledger and new-key quotas live in the database: a node started after an
+    /// attacker spent its budgets on another (or the same node restarted) finds them spent.
+    @Test func theDaysBudgetsAreSharedWithNodesStartedLater() throws {
+        let postgres = try TestPostgres()
+        let environment = ["KBTD_TRUSTED_PEERS": "unix", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
+                           "KBTD_MAX_NEW_KEYS_PER_SOURCE_PER_DAY": "5"]
+        func post(_ node: TestDaemon, from source: String, _ samples: [TestSample]) throws -> HTTPTestResponse {
+            try node.connection(from: source).request(
+                "POST", "/v1/batches", headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+                body: gzip(batchBody(samples: samples)))
+        }
+        let first = Self.node(postgres, environment: environment)
+        try first.start()
+        for source in ["127.0.1.2", "127.0.2.3", "127.0.3.4"] {
+            #expect(try post(first, from: source, shows(10, height: 346)).status == 202)
+        }
+        let attacker = "127.0.9.9"
+        #expect(try post(first, from: attacker, shows(5, height: 360) + (0..<5).flatMap { shows(1, height: 346, language: "q\($0)-XX") })
+            .status == 202)
+        #expect(first.stop() == 0)
+
+        let second = Self.node(postgres, environment: environment)
+        try second.start()
+        let again = try post(second, from: attacker, shows(5, height: 360) + shows(1, height: 346, language: "r-XX"))
+        #expect(again.status == 202)
+        #expect(again.json?["errors"]?.array?.first?["field"] == .string("key"), "the quota spent on the first node: \(again.text)")
+        #expect(try postgres.psql("kbtd", "SELECT SUM(votes) FROM vote_ledger WHERE source <> 0") == "25",
+                "15 honest votes and the attacker's 10 (5 on 360 pt, 1 on each new language), none from its second batch")
+        let height = try second.get("/v1/height?model=iPhone17,1&language=en-US&os=26.1")
+        #expect(height.json?["height"] == .number(346), "\(height.text)")
+        #expect(second.stop() == 0)
     }
 
     @Test func killNineOfOneNodeUnderLoadLosesNothingAndCountsNothingTwice() throws {

@@ -1,4 +1,7 @@
 import Foundation
+import HTTPTypes
+import NIOCore
+import NIOEmbedded
 import Testing
 @testable import KBTDServer
 
@@ -75,6 +78,35 @@ struct ProxyParsingTests {
         #expect(ClientAddressResolver.node("[::1]:80")?.ipAddress == "::1")
         #expect(ClientAddressResolver.node("example.com") == nil)
         #expect(ClientAddressResolver.node("_hidden") == nil)
+    }
+
+    /// A trusted proxy's right-most hop that names no readable address must not leave the proxy
+    /// as the client (a trusted peer, exempt from rate limits, allowed /v1/stats): the client is unknown.
+    @Test(arguments: ["garbage", "unknown", "_hidden", "fe80::1%eth0", "198.51.100.1, garbage", "999.1.1.1", ""])
+    func unreadableForwardedHopIsAnUnknownClient(_ hop: String) throws {
+        var settings = try SettingsLoader.load(configFile: nil, environment: ["KBTD_TRUSTED_PROXIES": "127.0.0.1"], flags: [:])
+        let resolver = ClientAddressResolver(settings)
+        let channel = EmbeddedChannel()
+        channel.remoteAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 4000)
+        var headers = HTTPFields()
+        headers[ClientAddressResolver.xForwardedFor] = hop
+        let client = resolver.clientAddress(channel: channel, headers: headers)
+        if hop.isEmpty {
+            #expect(client?.ipAddress == "127.0.0.1", "no hop at all: the proxy speaks for itself")
+        } else {
+            #expect(client == nil, "\(hop): \(String(describing: client))")
+            #expect(KBTDRequestContext(source: KBTDRequestSource(logger: .init(label: "t"), remoteAddress: client)).clientNetwork == "unknown")
+        }
+        // The same with RFC 7239's header.
+        settings = try SettingsLoader.load(configFile: nil, environment: ["KBTD_TRUSTED_PROXIES": "127.0.0.1",
+                                                                          "KBTD_FORWARDED_HEADER": "forwarded"], flags: [:])
+        resolver.update(settings)
+        headers = HTTPFields()
+        headers[ClientAddressResolver.forwarded] = hop.isEmpty ? "proto=http" : "for=\"\(hop)\""
+        #expect(resolver.clientAddress(channel: channel, headers: headers) == nil, "Forwarded: \(hop)")
+        // A readable client stays what it was.
+        headers[ClientAddressResolver.forwarded] = "for=198.51.100.9"
+        #expect(resolver.clientAddress(channel: channel, headers: headers)?.ipAddress == "198.51.100.9")
     }
 
     @Test func cidrBlocks() throws {

@@ -18,6 +18,19 @@ enum ClientNetwork {
         }
     }
 
+    /// The network group of `address`, the unit budgets shared by neighbouring networks count
+    /// in (the vote ledger's group shares): an IPv4 /16, an IPv6 /48, `unix` or `unknown`.
+    /// One operator easily holds many addresses of one /16 or many /64s of one /48.
+    static func group(of address: SocketAddress?) -> String {
+        let network = of(address)
+        if network.hasSuffix("::/64") {
+            return network.split(separator: ":").prefix(3).joined(separator: ":") + "::/48"
+        }
+        let octets = network.split(separator: ".")
+        guard octets.count == 4 else { return network }
+        return "\(octets[0]).\(octets[1]).0.0/16"
+    }
+
     /// The first four hextets of an IPv6 address, expanding `::`.
     static func ipv6Prefix64(_ host: String) -> String {
         let parts = host.split(separator: ":", omittingEmptySubsequences: false).map(String.init)

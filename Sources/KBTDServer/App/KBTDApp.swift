@@ -6,6 +6,7 @@ import KBTDPostgres
 import KBTDStore
 import Logging
 import NIOCore
+import Synchronization
 
 /// The daemon's parts wired together, apart from the process: the store, the
 /// group-commit writer, the height index, the limits and the router with its
@@ -29,7 +30,8 @@ public final class KBTDApp: Sendable {
     let keyGate: KeyGate
     let responder: RouterResponder<KBTDRequestContext>
     /// Held while the app lives: one daemon per database file.
-    private let databaseLock: ExclusiveLock?
+    /// Held until `shutdown()` has committed the last batch.
+    private let databaseLock: Mutex<ExclusiveLock?>
     /// Polls other nodes' commits into the index (PostgreSQL only).
     let catchUp: IndexCatchUp?
 
@@ -59,10 +61,14 @@ public final class KBTDApp: Sendable {
         }
         let keyGate = KeyGate(limits: initial.keys)
         var index = HeightIndex()
+        // The day's abuse budgets as the store kept them: a restart hands no network a fresh day.
+        let today = SourcePolicy.day(of: Date().timeIntervalSince1970)
+        var ledger = SourceLedger(day: today)
         var lock: ExclusiveLock?
         if let postgres {
             index.apply(postgres.snapshot.counts)
             keyGate.remember(postgres.keys)
+            if postgres.ledger.day == today { ledger = postgres.ledger }
         } else { do {
             // Creates and migrates the database; its admitted keys seed the index.
             try DatabaseFile.prepare(path, mode: fileMode)
@@ -70,6 +76,7 @@ public final class KBTDApp: Sendable {
             let store = try openStore()
             index.apply(try store.loadIndexCounts())
             try keyGate.remember(everyKeyIn: store)
+            ledger = try store.loadLedger(day: today)
         } catch let error as SQLiteError where error.isTransient {
             // A read-only or full file system under an existing database: serve
             // what can be read, refuse ingest with 503 until the writer can open it.
@@ -77,11 +84,12 @@ public final class KBTDApp: Sendable {
             if let store = try? SQLiteTelemetryStore(path: path, access: .readOnly) {
                 if let counts = try? store.loadIndexCounts() { index.apply(counts) }
                 try? keyGate.remember(everyKeyIn: store)
+                if let kept = try? store.loadLedger(day: today) { ledger = kept }
             }
         } }
         logger.info("opened \(postgres.map { "\($0.database.url)" } ?? path): \(index.bySeries.count) keys in the index, \(keyGate.keyCount) stored, loaded in \(ContinuousClock.now - start)")
 
-        let heights = LiveHeights(index: index, settings: initial.estimator)
+        let heights = LiveHeights(index: index, settings: initial.estimator, cacheLimitBytes: initial.answerCacheBytes)
         let metrics = ServerMetrics()
         let upkeep = GroupCommitWriter.Upkeep(
             retention: initial.batchRetentionDays * 86_400,
@@ -103,10 +111,12 @@ public final class KBTDApp: Sendable {
         self.heights = heights
         self.writer = writer
         self.keyGate = keyGate
-        databaseLock = lock
+        databaseLock = Mutex(lock)
         let rateLimiter = ClientRateLimiter(limits: initial.limits)
         let sourceWeights = SourceWeights(maxVotesPerSource: initial.maxVotesPerSource,
                                           maxEntriesPerSource: initial.maxVoteEntriesPerSource)
+        sourceWeights.restore(ledger)
+        keyGate.restore(ledger)
         self.rateLimiter = rateLimiter
         self.sourceWeights = sourceWeights
         connections = ConnectionLimiter(maximum: initial.limits.maxConnections, perClient: initial.limits.maxConnectionsPerClient)
@@ -148,7 +158,9 @@ public final class KBTDApp: Sendable {
             metrics.walBytes.set(Double(writer.walBytes))
             metrics.indexedKeys.set(Double(heights.keyCount))
             metrics.storedKeys.set(Double(keyGate.keyCount))
-            metrics.refusedVotes.set(Double(sourceWeights.ledger.refusedVotes))
+            let ledger = sourceWeights.ledger
+            metrics.refusedVotes.set(Double(ledger.refusedVotes))
+            metrics.implausibleVotes.set(Double(ledger.implausibleVotes))
         }.on(postgres: postgres, catchUp: catchUp)
         router.get("/healthz", use: operations.health)
         router.group()
@@ -206,6 +218,8 @@ public final class KBTDApp: Sendable {
                 done.resume()
             }
         }
+        // Nothing writes any more: another kbtd (or this process, restarting in-process) may take the file.
+        databaseLock.withLock { $0 = nil }
     }
 
     /// What systemd's `STATUS=` shows.

@@ -24,6 +24,8 @@ public struct KBTDRequestContext: RequestContext, RemoteAddressRequestContext {
     public let remoteAddress: SocketAddress?
     /// The client's network (`ClientNetwork`): what rate limits and the poisoning defence count by.
     public let clientNetwork: String
+    /// The client network's group (`ClientNetwork.group`: IPv4 /16, IPv6 /48), for budgets neighbours share.
+    public var clientGroup: String { ClientNetwork.group(of: remoteAddress) }
 
     public init(source: KBTDRequestSource) {
         coreContext = .init(source: source)

@@ -28,15 +28,22 @@ final class KeyGate: Sendable {
         remember(batch)
     }
 
+    /// Start-up: the day's per-network new-key counts as the store kept them.
+    func restore(_ ledger: SourceLedger) { admission.withLock { $0.restore(day: ledger.day, created: ledger.newKeys) } }
+
     func forget(_ keys: [SeriesKey]) { admission.withLock { for key in keys { $0.forget(key) } } }
 
     var keyCount: Int { admission.withLock { $0.keyCount } }
 
     /// Removes the samples whose key may not be created from `batch`, adding
-    /// each to its `rejected` list with field `key`; returns the refusals by kind.
-    func screen(_ batch: inout ValidatedBatch, source: SourceID, now: Double) -> [KeyRefusal: Int] {
+    /// each to its `rejected` list with field `key`; returns the refusals by kind
+    /// and how many new keys the batch created (counted in an untrusted source's quota).
+    func screen(_ batch: inout ValidatedBatch, source: SourceID, now: Double) -> (refusals: [KeyRefusal: Int], created: Int) {
         var refusals: [KeyRefusal: Int] = [:]
+        var created = 0
         admission.withLock { admission in
+            let before = admission.keyCount
+            defer { created = admission.keyCount - before }
             var decisions: [SeriesKey: KeyRefusal?] = [:]
             var kept: [Sample] = []
             kept.reserveCapacity(batch.samples.count)
@@ -76,6 +83,6 @@ final class KeyGate: Sendable {
             batch.samples = kept
             batch.rejected = rejected
         }
-        return refusals
+        return (refusals, created)
     }
 }

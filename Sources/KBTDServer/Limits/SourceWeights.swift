@@ -31,11 +31,24 @@ final class SourceWeights: Sendable {
         return isTrusted ? .trusted : SourceID(network: context.clientNetwork)
     }
 
-    func weigh(_ delta: inout AggregateDelta, source: SourceID, now: Double) {
-        guard source != .trusted else { return }
-        policy.withLock { $0.apply(to: &delta, source: source, now: now) }
+    /// The network group of an untrusted batch (`ClientNetwork.group`), hashed as sources are.
+    static func group(of context: KBTDRequestContext) -> SourceID { SourceID(network: context.clientGroup) }
+
+    /// Weighs an untrusted batch's votes (`SourcePolicy.apply`); returns what the day's ledger
+    /// gained, which the store persists with the batch.
+    func weigh(_ delta: inout AggregateDelta, source: SourceID, group: SourceID, screen: ScreenSize?, now: Double) -> [LedgerIncrement] {
+        guard source != .trusted else { return [] }
+        return policy.withLock { $0.apply(to: &delta, source: source, group: group, screen: screen, now: now) }
     }
 
-    /// Votes refused today because a source's or the ledger's budget was spent, and entries tracked.
-    var ledger: (refusedVotes: Int64, entries: Int) { policy.withLock { ($0.refusedVotes, $0.trackedEntries) } }
+    /// Start-up: today's ledger as the store kept it (an older day's is ignored).
+    func restore(_ ledger: SourceLedger) {
+        policy.withLock { $0.restore(day: ledger.day, ledger.votes) }
+    }
+
+    /// Votes refused today because a source's or the ledger's budget was spent, votes for heights
+    /// no keyboard has, and entries tracked.
+    var ledger: (refusedVotes: Int64, implausibleVotes: Int64, entries: Int) {
+        policy.withLock { ($0.refusedVotes, $0.implausibleVotes, $0.trackedEntries) }
+    }
 }

@@ -106,14 +106,25 @@ final class CachedAnswerBytesHandler: ChannelInboundHandler, RemovableChannelHan
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Parsed {
         let count = bytes.count
         for index in 0..<min(count, prefix.count) where bytes[index] != prefix[index] { return .other }
-        // The head ends at the first CR LF CR LF.
+        // The head ends at the first CR LF CR LF. A bare LF or a CR not followed by LF is not
+        // HTTP/1.1 framing: the decoder answers it (400) at once, rather than this handler
+        // waiting for a CR LF CR LF that will never come.
         var end = -1
         var index = prefix.count
         let limit = min(count, maxHead)
-        while index + 3 < limit {
-            if bytes[index] == 13, bytes[index + 1] == 10, bytes[index + 2] == 13, bytes[index + 3] == 10 {
-                end = index
-                break
+        while index < limit {
+            let byte = bytes[index]
+            if byte == 10 { return .other }
+            if byte == 13 {
+                guard index + 1 < limit else { break }
+                guard bytes[index + 1] == 10 else { return .other }
+                if index + 3 < limit, bytes[index + 2] == 13, bytes[index + 3] == 10 {
+                    end = index
+                    break
+                }
+                if index + 2 < limit, bytes[index + 2] == 10 { return .other }
+                index += 2
+                continue
             }
             index += 1
         }

@@ -13,13 +13,17 @@ struct CachedAnswers: Sendable {
     let routes: HeightRoutes
     let dates: HTTPDate
     let logger: Logger
-    private let rendered = RenderedAnswers()
+    private let rendered: RenderedAnswers
 
-    init(routes: HeightRoutes, dates: HTTPDate, logger: Logger) {
+    init(routes: HeightRoutes, dates: HTTPDate, logger: Logger, limitBytes: Int? = nil) {
         self.routes = routes
         self.dates = dates
         self.logger = logger
+        rendered = RenderedAnswers(limitBytes: limitBytes ?? routes.settings.current.answerCacheBytes)
     }
+
+    /// Bytes the rendered answers hold now (keys, heads and bodies), at most `answer_cache_bytes`.
+    var renderedBytes: Int { rendered.bytes }
 
     /// The answer to `GET target`, or nil when the router must answer: another
     /// path, a query the reply refuses (the router sends its 400), or the debug
@@ -88,6 +92,12 @@ struct CachedAnswers: Sendable {
 }
 
 /// Rendered answers by question, valid for one generation of the index and one `cache_max_age`.
+///
+/// Bounded in bytes, not only in entries: a question's answer can be large (a model's
+/// `/v1/heights` with thousands of estimates is hundreds of KB), and questions are the
+/// client's to vary (every `os` string, every `If-None-Match`). Past `limitBytes` the table
+/// starts over; an answer larger than a quarter of it is sent but never kept. Entries of an
+/// older generation are dropped as soon as an answer of a newer one is stored.
 final class RenderedAnswers: Sendable {
     struct Entry: Sendable {
         var generation: UInt64
@@ -96,23 +106,56 @@ final class RenderedAnswers: Sendable {
         var reply: HeightRoutes.Reply
         /// Status line and header lines up to (without) `Date`.
         var head: [UInt8]
+
+        /// What keeping this entry under `key` costs, bytes: the key, the head, the body and
+        /// the table's own bookkeeping (a generous 128 bytes for the entry and its strings' headers).
+        func cost(key: String) -> Int {
+            key.utf8.count + head.count + (reply.body?.count ?? 0) + route.utf8.count + 128
+        }
     }
 
-    /// Questions kept at most; past it the table starts over (any mix of questions stays bounded).
+    private struct Table {
+        var entries: [String: Entry] = [:]
+        var bytes = 0
+        var generation: UInt64 = 0
+        var maxAge = -1
+    }
+
+    /// Questions kept at most, whatever their size.
     static let capacity = 4096
-    private let entries = Mutex<[String: Entry]>([:])
+    let limitBytes: Int
+    private let table = Mutex(Table())
+
+    init(limitBytes: Int = 16 << 20) {
+        self.limitBytes = limitBytes
+    }
+
+    var bytes: Int { table.withLock { $0.bytes } }
+    var count: Int { table.withLock { $0.entries.count } }
 
     func entry(_ key: String, generation: UInt64, maxAge: Int) -> Entry? {
-        entries.withLock { entries in
-            guard let entry = entries[key], entry.generation == generation, entry.maxAge == maxAge else { return nil }
+        table.withLock { table in
+            guard let entry = table.entries[key], entry.generation == generation, entry.maxAge == maxAge else { return nil }
             return entry
         }
     }
 
     func store(_ entry: Entry, key: String) {
-        entries.withLock { entries in
-            if entries.count >= Self.capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
-            entries[key] = entry
+        let cost = entry.cost(key: key)
+        guard cost <= limitBytes / 4 else { return }
+        table.withLock { table in
+            if entry.generation != table.generation || entry.maxAge != table.maxAge {
+                // An answer of an older generation is stale already; a newer one retires every older answer.
+                guard entry.generation >= table.generation else { return }
+                table = Table(generation: entry.generation, maxAge: entry.maxAge)
+            }
+            if let old = table.entries[key] { table.bytes -= old.cost(key: key) }
+            if table.bytes + cost > limitBytes || (table.entries[key] == nil && table.entries.count >= Self.capacity) {
+                table.entries.removeAll(keepingCapacity: false)
+                table.bytes = 0
+            }
+            table.entries[key] = entry
+            table.bytes += cost
         }
     }
 }

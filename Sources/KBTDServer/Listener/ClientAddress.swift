@@ -54,10 +54,13 @@ final class ClientAddressResolver: Sendable {
             client = named
             guard policy.trustedProxies.containsAddress(named) else { return named }
         }
-        // Walk from the right: each trusted hop vouches for the entry before it.
+        // Walk from the right: each trusted hop vouches for the entry before it. A hop that
+        // names no readable address (`unknown`, an obfuscated `_node`, a zone index, garbage)
+        // leaves the client unknown: an untrusted client of its own (`ClientNetwork` "unknown"),
+        // never the proxy itself with a trusted proxy's standing.
         let name = policy.header == .forwarded ? Self.forwarded : Self.xForwardedFor
         for entry in Self.forwardingEntries(headers[values: name], policy.header).reversed() {
-            guard let address = entry else { break }
+            guard let address = entry else { return nil }
             client = address
             if !policy.trustedProxies.containsAddress(address) { break }
         }
@@ -68,7 +71,7 @@ final class ClientAddressResolver: Sendable {
     static let forwarded = HTTPField.Name("Forwarded")!
 
     /// The hops of the forwarding header, left to right; nil for an entry that names no IP address
-    /// (`unknown`, an obfuscated `_node`, garbage): the walk stops there.
+    /// (`unknown`, an obfuscated `_node`, garbage): a walk that reaches it ends with an unknown client.
     /// `values`: every line of that header, in order.
     static func forwardingEntries(_ values: [String], _ header: ForwardedHeader) -> [SocketAddress?] {
         switch header {

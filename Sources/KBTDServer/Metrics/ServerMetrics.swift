@@ -16,6 +16,7 @@ public final class ServerMetrics: Sendable {
     let indexedKeys: Gauge
     let storedKeys: Gauge
     let refusedVotes: Gauge
+    let implausibleVotes: Gauge
     /// Counters by label values, so the hot path does not go through the
     /// registry (a lock and a label array) on every request.
     private let counters = Mutex<[String: Counter]>([:])
@@ -52,6 +53,8 @@ public final class ServerMetrics: Sendable {
         storedKeys = registry.makeGauge(descriptor: Self.name("stored_keys", "Keys stored, answering or not (max_keys bounds it)"))
         refusedVotes = registry.makeGauge(descriptor: Self.name("votes_refused_today",
                                                                  "Votes given no weight today because a source's ledger budget was spent"))
+        implausibleVotes = registry.makeGauge(descriptor: Self.name("votes_implausible_today",
+                                                                    "Untrusted votes given no weight today for a height no keyboard has"))
     }
 
     private func counter(_ key: String, _ make: () -> Counter) -> Counter {

@@ -27,17 +27,19 @@ struct HeightRoutes: Sendable {
 
     static let paths: Set<String> = ["/v1/height", "/v1/heights"]
 
+    // Each handler names its own route: the router matches `/v1/height/` and `//v1/height` to
+    // `/v1/height` too, so the raw path of the request must not decide which answer is sent.
     func height(_ request: Request, context: KBTDRequestContext) -> Response {
-        response(for: request)
+        response(for: request, route: "/v1/height")
     }
 
     func allHeights(_ request: Request, context: KBTDRequestContext) -> Response {
-        response(for: request)
+        response(for: request, route: "/v1/heights")
     }
 
-    private func response(for request: Request) -> Response {
+    private func response(for request: Request, route: String) -> Response {
         do throws(FieldError) {
-            let reply = try self.reply(path: request.uri.path, query: request.uri.queryParameters,
+            let reply = try self.reply(path: route, query: request.uri.queryParameters,
                                        ifNoneMatch: request.headers[.ifNoneMatch])
             count(reply)
             guard let body = reply.body else { return Response(status: reply.status, headers: reply.headers) }
@@ -53,9 +55,11 @@ struct HeightRoutes: Sendable {
         metrics.heightEstimates(reply.bases)
     }
 
-    /// The answer to `path` (one of `paths`) with its query. Throws for a query that breaks a rule.
+    /// The answer to `path` (one of `paths`, exactly: callers pass the route they matched)
+    /// with its query. Throws for a query that breaks a rule.
     func reply(path: String, query parameters: FlatDictionary<Substring, Substring>,
                ifNoneMatch: String?) throws(FieldError) -> Reply {
+        precondition(Self.paths.contains(path), "HeightRoutes.reply for \(path)")
         if path == "/v1/height" {
             let query = try HeightQuery(parameters: { parameters[Substring($0)].map(String.init) })
             return cached(heights.height(query), ifNoneMatch: ifNoneMatch)

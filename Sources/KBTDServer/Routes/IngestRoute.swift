@@ -36,7 +36,8 @@ struct IngestRoute: Sendable {
             return JSONResponse.invalid(error, "invalid batch")
         }
         let source = SourceWeights.source(of: context, trusted: current.trustedPeers)
-        for (refusal, count) in keyGate.screen(&batch, source: source, now: now) {
+        let (refusals, created) = keyGate.screen(&batch, source: source, now: now)
+        for (refusal, count) in refusals {
             metrics.keysRefused(refusal, count: count)
         }
         for fault in batch.rejected { metrics.samplesRejected(field: fault.field) }
@@ -45,7 +46,11 @@ struct IngestRoute: Sendable {
         do {
             var pending = PendingBatch(batch, receivedAt: Int64(now))
             pending.source = source
-            sourceWeights.weigh(&pending.delta, source: source, now: now)
+            if source != .trusted {
+                pending.newKeys = created
+                pending.ledger = sourceWeights.weigh(&pending.delta, source: source, group: SourceWeights.group(of: context),
+                                                     screen: batch.device.screen, now: now)
+            }
             outcome = try await writer.submit(pending)
         } catch {
             metrics.batch(.unavailable)

@@ -83,6 +83,8 @@ extension Setting {
         .double("default_height_landscape", "Landscape height served when nothing is known, points.", reloadable: true, 0...2000,
                 \.estimator.defaultLandscapeHeight),
         .int("cache_max_age_seconds", "Cache-Control max-age of height answers, seconds.", reloadable: true, 0...31_536_000, \.cacheMaxAge),
+        .int("answer_cache_bytes", "Bytes of rendered height answers each answer cache holds.", reloadable: false,
+             65_536...(1 << 32), \.answerCacheBytes),
         .double("batch_retention_days", "Days seen batch ids are remembered.", reloadable: false, 0.001...3650, \.batchRetentionDays),
         .int("max_connections_per_client", "Concurrent TCP connections from one client address.", reloadable: true, 1...1_000_000,
              \.limits.maxConnectionsPerClient),

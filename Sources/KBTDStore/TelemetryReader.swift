@@ -15,6 +15,10 @@ public protocol TelemetryReader: AnyObject {
                      _ body: (AggregateDelta) throws -> Void) throws -> SeriesKey?
     /// Batches and samples stored per hour from `since` (Unix seconds) on, oldest first.
     func hourlyIngest(since: Int64) throws -> [HourlyIngest]
+    /// What the dashboard draws for `filter`, aggregated and cut to its limits in the
+    /// database (`GROUP BY`, `ORDER BY ... LIMIT`): equal to
+    /// `DashboardData(counts: loadCounts(), filter:, minSamples:)` without reading every count.
+    func dashboardData(_ filter: DashboardFilter, minSamples: Int64) throws -> DashboardData
 }
 
 extension SQLiteTelemetryStore: TelemetryReader {}

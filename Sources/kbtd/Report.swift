@@ -29,19 +29,21 @@ struct Report: ParsableCommand {
         let path = settings.database
         let store = try openStore(path)
         let now = Int64(Date().timeIntervalSince1970)
-        let counts: AggregateDelta, hourly: [HourlyIngest]
+        let data: DashboardData, hourly: [HourlyIngest]
         var index = HeightIndex()
         do {
-            counts = try store.loadCounts()
+            // What the page draws, aggregated in the database (bounded whatever the number of keys).
+            data = try store.dashboardData(filter, minSamples: settings.estimator.minSamples)
             hourly = try store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600)
-            // The marked estimate is what the daemon serves: only keys admitted to its index answer.
+            // The marked estimate is what the daemon serves: only keys admitted to its index answer
+            // (at most max_indexed_keys, the memory the daemon's own index takes).
             index.apply(try store.loadIndexCounts())
         } catch {
             throw fail("cannot read database \(loggableDatabase(path)): \(error)", code: ExitStatus.noInput)
         }
         let estimator = HeightEstimator(settings: settings.estimator)
         let page = DashboardPage.render(DashboardInput(
-            counts: counts, hourly: hourly, answersByBasis: nil, filter: filter, minSamples: settings.estimator.minSamples,
+            data: data, hourly: hourly, answersByBasis: nil, filter: filter, minSamples: settings.estimator.minSamples,
             generatedAt: now, live: false, estimate: { estimator.estimate($0, in: index) }))
         if html == "-" {
             FileHandle.standardOutput.write(Data(page.utf8))

@@ -79,11 +79,11 @@ public struct BasisCounts: Sendable, Equatable {
 }
 
 /// Everything the dashboard page is drawn from. Built by the daemon
-/// (`GET /dashboard`) or by `kbtd report --html` from the database file;
-/// `DashboardPage.render` turns it into HTML without any I/O.
+/// (`GET /dashboard`) or by `kbtd report --html` from the store's bounded
+/// `DashboardData`; `DashboardPage.render` turns it into HTML without any I/O.
 public struct DashboardInput {
-    /// Every count in the store (the page filters them itself).
-    public var counts: AggregateDelta
+    /// What the page draws for `filter`, already reduced (see `DashboardData`).
+    public var data: DashboardData
     public var hourly: [HourlyIngest]
     /// nil when no daemon answered queries (the offline report).
     public var answersByBasis: BasisCounts?
@@ -96,9 +96,9 @@ public struct DashboardInput {
     /// The estimate `GET /v1/height` serves for a question.
     public var estimate: (HeightQuery) -> HeightEstimate
 
-    public init(counts: AggregateDelta, hourly: [HourlyIngest], answersByBasis: BasisCounts?, filter: DashboardFilter,
+    public init(data: DashboardData, hourly: [HourlyIngest], answersByBasis: BasisCounts?, filter: DashboardFilter,
                 minSamples: Int64, generatedAt: Int64, live: Bool, estimate: @escaping (HeightQuery) -> HeightEstimate) {
-        self.counts = counts
+        self.data = data
         self.hourly = hourly
         self.answersByBasis = answersByBasis
         self.filter = filter
@@ -106,5 +106,13 @@ public struct DashboardInput {
         self.generatedAt = generatedAt
         self.live = live
         self.estimate = estimate
+    }
+
+    /// From counts in memory (tests, the page benchmark): reduces them with `DashboardData(counts:filter:minSamples:)`.
+    public init(counts: AggregateDelta, hourly: [HourlyIngest], answersByBasis: BasisCounts?, filter: DashboardFilter,
+                minSamples: Int64, generatedAt: Int64, live: Bool, estimate: @escaping (HeightQuery) -> HeightEstimate) {
+        self.init(data: DashboardData(counts: counts, filter: filter, minSamples: minSamples), hourly: hourly,
+                  answersByBasis: answersByBasis, filter: filter, minSamples: minSamples, generatedAt: generatedAt, live: live,
+                  estimate: estimate)
     }
 }

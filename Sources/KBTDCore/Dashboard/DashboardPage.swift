@@ -84,18 +84,25 @@ public enum DashboardPage {
             return "<section id=\"filters\"><h2>Filters</h2><p class=\"note\">\(escape(input.filter.description)) "
                 + "(chosen with <code>kbtd report --model/--os/--language</code>).</p></section>\n"
         }
-        func select(_ name: String, _ label: String, _ values: [String], _ selected: String?) -> String {
+        func select(_ name: String, _ label: String, _ listed: [String], hidden: Int, _ selected: String?) -> String {
+            var values = listed
+            // A list cut to its most-sampled values still offers the chosen one.
+            if hidden > 0, let selected, !values.contains(selected) { values = (values + [selected]).sorted() }
             var out = "<label>\(label)<select name=\"\(name)\"><option value=\"\">all</option>"
             for value in values {
                 out += "<option value=\"\(escape(value))\"\(value == selected ? " selected" : "")>\(escape(value))</option>"
+            }
+            if hidden > 0 {
+                out += "<option value=\"\" disabled>\(group(hidden)) more with fewer samples: ?\(name)= in the URL</option>"
             }
             return out + "</select></label>"
         }
         return """
             <section id="filters"><form method="get">
-            \(select("model", "Model", summary.models, input.filter.model))
-            \(select("os", "iOS major", summary.osMajors.map(String.init), input.filter.osMajor.map(String.init)))
-            \(select("language", "Language", summary.languages, input.filter.language))
+            \(select("model", "Model", summary.models, hidden: summary.hiddenModels, input.filter.model))
+            \(select("os", "iOS major", summary.osMajors.map(String.init), hidden: summary.hiddenOSMajors,
+                     input.filter.osMajor.map(String.init)))
+            \(select("language", "Language", summary.languages, hidden: summary.hiddenLanguages, input.filter.language))
             <button type="submit">Apply</button></form></section>
 
             """
@@ -318,13 +325,12 @@ public enum DashboardPage {
 
             """
         guard summary.animationTotal > 0 else { return out + "<p class=\"empty\">No samples for this filter.</p></section>\n" }
-        let durations = summary.durations.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(8)
-        let curves = summary.curves.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(8)
         out += "<div class=\"pair\">"
-        out += shareChart("durations", "duration-ms", durations.map { ("\(fixed(Double($0.key) / 1000, 3)) s", $0.key, $0.value) },
+        out += shareChart("durations", "duration-ms",
+                          summary.durations.map { ("\(fixed(Double($0.value) / 1000, 3)) s", $0.value, $0.count) },
                           total: summary.animationTotal, color: barColor)
-        out += shareChart("curves", "curve", curves.map { ("curve \($0.key)", $0.key, $0.value) }, total: summary.animationTotal,
-                          color: "#7b5ea7")
+        out += shareChart("curves", "curve", summary.curves.map { ("curve \($0.value)", $0.value, $0.count) },
+                          total: summary.animationTotal, color: "#7b5ea7")
         return out + "</div></section>\n"
     }
 

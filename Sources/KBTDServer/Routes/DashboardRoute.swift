@@ -27,9 +27,10 @@ struct DashboardRoute: Sendable {
             // SQLite and rendering block: run on NIO's thread pool, not the cooperative pool.
             let html = try await NIOThreadPool.singleton.runIfActive {
                 let now = Int64(Date().timeIntervalSince1970)
-                let (counts, hourly) = try Self.load(try openReader(), now: now)
+                let minSamples = heights.minSamples
+                let (data, hourly) = try Self.load(try openReader(), filter: filter, minSamples: minSamples, now: now)
                 return DashboardPage.render(DashboardInput(
-                    counts: counts, hourly: hourly, answersByBasis: answers, filter: filter, minSamples: heights.minSamples,
+                    data: data, hourly: hourly, answersByBasis: answers, filter: filter, minSamples: minSamples,
                     generatedAt: now, live: true, estimate: heights.estimate))
             }
             return Response(status: .ok, headers: Self.headers, body: .init(byteBuffer: ByteBuffer(string: html)))
@@ -48,12 +49,10 @@ struct DashboardRoute: Sendable {
         HTTPField.Name("Referrer-Policy")!: "no-referrer",
     ]
 
-    /// Every count and the last 7 days of hourly ingest, read-only (also `kbtd report`'s source).
-    static func load(databasePath: String, now: Int64) throws -> (AggregateDelta, [HourlyIngest]) {
-        try load(try SQLiteTelemetryStore(path: databasePath, access: .readOnly), now: now)
-    }
-
-    static func load(_ store: any TelemetryReader, now: Int64) throws -> (AggregateDelta, [HourlyIngest]) {
-        (try store.loadCounts(), try store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600))
+    /// What the page draws for `filter` (aggregated and cut to its limits in the database, so
+    /// bounded whatever the number of keys) and the last 7 days of hourly ingest, read-only.
+    static func load(_ store: any TelemetryReader, filter: DashboardFilter, minSamples: Int64,
+                     now: Int64) throws -> (DashboardData, [HourlyIngest]) {
+        (try store.dashboardData(filter, minSamples: minSamples), try store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600))
     }
 }

@@ -68,6 +68,26 @@ final class SpawnedProcess: @unchecked Sendable {  // pid is set once in init; `
         return exitCode() ?? -1
     }
 
+    /// Waits up to `seconds` for the exit (then SIGKILL), reaping with wait4: the exit code and
+    /// the child's peak resident memory (`ru_maxrss`, its VmHWM at exit) in MiB.
+    func waitForPeakMemory(seconds: Double) -> (code: Int32, peakMiB: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        var raw: Int32 = 0
+        var usage = rusage()
+        while status == nil {
+            if wait4(pid, &raw, WNOHANG, &usage) == pid {
+                status = raw
+            } else if Date() > deadline {
+                kill(pid, SIGKILL)
+                if wait4(pid, &raw, 0, &usage) == pid { status = raw }
+                break
+            } else {
+                usleep(10_000)
+            }
+        }
+        return (exitCode() ?? -1, Double(usage.ru_maxrss) / 1024)
+    }
+
     /// SIGTERM, five seconds, then SIGKILL; reaped either way.
     func terminate() {
         guard exitCode() == nil else { return }

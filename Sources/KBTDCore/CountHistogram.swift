@@ -6,7 +6,7 @@
 /// height), so one bin is held inline and only a second bin spills into a
 /// heap array of (bin, count) sorted by bin: an index of a million keys then
 /// makes no heap allocation for most of its histograms.
-public struct CountHistogram: Sendable, Equatable {
+public struct CountHistogram: Sendable {
     struct Entry: Sendable, Equatable {
         var bin: Int
         var count: Int64
@@ -18,6 +18,10 @@ public struct CountHistogram: Sendable, Equatable {
     /// The one bin held inline (its count is `total`), or `noBin`. Used only while `spilled` is nil.
     private var inlineBin = Self.noBin
     private static let noBin = Int32.min
+    /// The bin that was the mode before the last `merge(_:limit:)` brought another bin level
+    /// with it (else `noBin`): `mode` keeps it on that tie, so whoever votes a served height
+    /// into a tie does not win it. Held in the padding after `inlineBin` (no extra memory).
+    private var incumbent = Self.noBin
 
     /// Distinct bins held.
     public var binCount: Int { spilled?.count ?? (inlineBin == Self.noBin ? 0 : 1) }
@@ -110,6 +114,8 @@ public struct CountHistogram: Sendable, Equatable {
     /// client that sprays every height from growing the index without bound,
     /// while the mode (what is served) survives.
     public mutating func merge(_ other: CountHistogram, limit: Int) {
+        let before = mode
+        defer { settle(before) }
         other.forEachEntry { bin, count in
             if binCount < limit || contains(bin) {
                 add(bin, count)
@@ -132,15 +138,30 @@ public struct CountHistogram: Sendable, Equatable {
         return inlineBin != Self.noBin && Int(inlineBin) == bin
     }
 
-    /// The most frequent bin; on a tie the larger bin wins, because a keyboard
-    /// estimate that is too tall leaves a gap while one too short hides the input bar.
+    /// Remembers `before` (the mode before a merge) when the merge left it tied at the top.
+    private mutating func settle(_ before: Int?) {
+        incumbent = Self.noBin
+        guard let before, let spilled, let small = Int32(exactly: before), small != Self.noBin,
+              let held = spilled.first(where: { $0.bin == before })?.count,
+              !spilled.contains(where: { $0.count > held }) else { return }
+        incumbent = small
+    }
+
+    /// The most frequent bin. On a tie the bin that was the mode before the merge that made
+    /// the tie keeps it (a served height is not lost to whoever votes another into a tie);
+    /// otherwise the larger bin wins, because a keyboard estimate that is too tall leaves a gap
+    /// while one too short hides the input bar. A histogram built in one merge (the index at
+    /// start-up) has no earlier mode: its ties go to the larger bin.
     public var mode: Int? {
         guard let spilled else { return inlineBin != Self.noBin && total > 0 ? Int(inlineBin) : nil }
         var best: Entry?
+        var incumbentCount: Int64?
         for entry in spilled where entry.count > 0 {
+            if incumbent != Self.noBin, entry.bin == Int(incumbent) { incumbentCount = entry.count }
             if let current = best, entry.count < current.count { continue }
             best = entry  // bins ascend: an equal count later is a larger bin
         }
+        if let incumbentCount, let best, incumbentCount == best.count { return Int(incumbent) }
         return best?.bin
     }
 
@@ -156,5 +177,12 @@ public struct CountHistogram: Sendable, Equatable {
             if cumulative >= rank { return entry.bin }
         }
         return spilled.last?.bin
+    }
+}
+
+extension CountHistogram: Equatable {
+    /// Equal content (bins and counts); which bin won the last tie is history, not content.
+    public static func == (a: CountHistogram, b: CountHistogram) -> Bool {
+        a.total == b.total && a.inlineBin == b.inlineBin && a.spilled == b.spilled
     }
 }

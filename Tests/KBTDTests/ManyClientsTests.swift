@@ -203,6 +203,40 @@ struct ManyClientsTests {
         #expect(restored.apply(to: &tomorrow, source: source, group: group, now: now + 86_400).map(\.votes) == [5])
     }
 
+    // MARK: 6. outvoting
+
+    /// Ties went to the taller height, so an attacker matching the honest votes with a taller
+    /// height won. Now a tie keeps the height served before it; only strictly more votes move it.
+    @Test func aTieKeepsTheServedHeight() async throws {
+        let app = try InProcessApp(environment: Self.strangers)
+        let query = "/v1/height?model=iPhone17,1&language=en-US&os=26.1"
+        for n in 0..<3 {
+            #expect(try await Self.post(app, from: Self.network(n), samples: shows(10, height: 346)).status == 202)
+        }
+        #expect(try await app.get(query).json?["height"] == .number(346))
+        for n in 3..<6 {
+            #expect(try await Self.post(app, from: Self.network(n), samples: shows(10, height: 360)).status == 202)
+        }
+        #expect(try await app.get(query).json?["height"] == .number(346), "15 votes against 15: the served height stays")
+        #expect(try await Self.post(app, from: Self.network(6), samples: shows(10, height: 360)).status == 202)
+        #expect(try await app.get(query).json?["height"] == .number(360), "20 against 15: a majority of networks moves it")
+    }
+
+    @Test func aTieInOneMergeGoesToTheTallerBinAndAnIncumbentKeepsItsTie() {
+        var histogram = CountHistogram()
+        histogram.merge(CountHistogram([692: 15, 720: 15]), limit: 8)
+        #expect(histogram.mode == 720, "no earlier mode: the taller bin")
+        var served = CountHistogram()
+        served.merge(CountHistogram([692: 15]), limit: 8)
+        served.merge(CountHistogram([720: 15]), limit: 8)
+        #expect(served.mode == 692)
+        served.merge(CountHistogram([600: 15]), limit: 8)
+        #expect(served.mode == 692, "still tied at the top: the incumbent keeps it")
+        served.merge(CountHistogram([600: 1]), limit: 8)
+        #expect(served.mode == 600)
+        #expect(served == CountHistogram([692: 15, 720: 15, 600: 16]), "equality is content only")
+    }
+
     // MARK: 6. implausible heights
 
     /// 999 pt was accepted as a phone keyboard's height and could be voted in. It is still stored

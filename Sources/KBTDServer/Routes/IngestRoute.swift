@@ -35,7 +35,7 @@ struct IngestRoute: Sendable {
             metrics.batch(.rejected)
             return JSONResponse.invalid(error, "invalid batch")
         }
-        let source = SourceWeights.source(of: context, trusted: current.trustedPeers)
+        let source = sourceWeights.source(of: context, trusted: current.trustedPeers)
         for (refusal, count) in keyGate.screen(&batch, source: source, now: now) {
             metrics.keysRefused(refusal, count: count)
         }

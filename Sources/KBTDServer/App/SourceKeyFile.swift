@@ -66,6 +66,7 @@ public enum SourceKeyFile {
     static func loadOrCreate(_ path: String, logger: Logger) throws -> SourceKey {
         if let key = try read(path, logger: logger) { return key }
         let temporary = path + ".\(getpid()).tmp"
+        unlink(temporary)  // left by a crashed process that had this pid
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw CreateFailure(code: errno) }
         defer { unlink(temporary) }

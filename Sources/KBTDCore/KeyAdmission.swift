@@ -112,7 +112,7 @@ public struct KeyAdmission: Sendable {
 }
 
 /// 64-bit FNV-1a, kbtd's one non-cryptographic hash: keys are remembered by
-/// these instead of their strings, client networks are stored as them, and
+/// these instead of their strings, and
 /// answers' ETags are made of them.
 public enum Fingerprint {
     public static let offsetBasis: UInt64 = 0xcbf2_9ce4_8422_2325

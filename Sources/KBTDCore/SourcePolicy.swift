@@ -1,6 +1,14 @@
 /// Who sent a batch, as far as the estimator cares: a client network
-/// (IPv4 address or IPv6 /64), stored only as a 64-bit hash, or `trusted`
+/// (IPv4 address or IPv6 /64), stored only as a keyed hash, or `trusted`
 /// (the Unix socket and, by default, loopback: the operator's own tools).
+///
+/// Values in the store (`key_sources.source`, a signed 64-bit integer):
+/// 0 is `trusted`; a positive value is a network's keyed hash (SipHash-2-4
+/// under the daemon's `SourceKey`, top bit cleared), kept `source_retention_days`
+/// after the network last reported the key; a negative value is a retired
+/// source: a random identifier that replaced an expired (or, at migration,
+/// an unkeyed) hash, so the key keeps its count of distinct sources while
+/// nothing derived from an address remains.
 public struct SourceID: Hashable, Sendable, Comparable {
     public var value: UInt64
 
@@ -9,10 +17,21 @@ public struct SourceID: Hashable, Sendable, Comparable {
     /// Trusted peers: a batch from them counts in full and satisfies `min_sources` alone.
     public static let trusted = SourceID(0)
 
-    /// A non-zero hash of a client network key (FNV-1a, 64 bit).
-    public init(network: String) {
-        let hash = Fingerprint.of(network)
+    /// A client network's identifier: SipHash-2-4 of the network key
+    /// (`ClientNetwork`: `203.0.113.7`, `2001:db8:0:1::/64`) under `key`, in
+    /// 1...Int64.max so it is never `trusted` and never reads as retired.
+    public init(network: String, key: SourceKey) {
+        let hash = SipHash.hash(Array(network.utf8), k0: key.k0, k1: key.k1) & UInt64(Int64.max)
         value = hash == 0 ? 1 : hash
+    }
+
+    /// Whether this identifier was derived from an address (a keyed hash):
+    /// neither trusted nor retired.
+    public var isNetworkHash: Bool { value != 0 && value <= UInt64(Int64.max) }
+
+    /// A fresh retired identifier: random, negative as a signed integer, odd.
+    public static func retired() -> SourceID {
+        SourceID(UInt64(bitPattern: -(Int64.random(in: 1...Int64.max) | 1)))
     }
 
     public static func < (a: SourceID, b: SourceID) -> Bool { a.value < b.value }
@@ -53,6 +72,16 @@ public struct SourceLedger: Sendable, Equatable {
         self.day = day
         self.votes = votes
         self.newKeys = newKeys
+    }
+}
+
+extension AggregateDelta {
+    /// Replaces every source but `trusted` by a fresh retired identifier (`kbtd migrate` from a
+    /// database whose sources are unkeyed address hashes): each key keeps its count of sources.
+    public mutating func retireSources() {
+        for (key, ids) in sources {
+            sources[key] = Set(ids.map { $0 == .trusted ? $0 : .retired() })
+        }
     }
 }
 

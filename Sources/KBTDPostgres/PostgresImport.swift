@@ -49,19 +49,21 @@ public struct StoreImport: Sendable {
             // -1 stands for "never admitted" in the keys' array below (NULLIF turns it back into NULL;
             // LEAST ignores NULLs, so a key admitted on either side stays admitted).
             // Counts, key by key in the writers' order, a chunk per statement.
+            // Client networks' keyed hashes start their retention (source_retention_days) now.
+            let now = Int64(Date().timeIntervalSince1970)
             var remaining = input.counts
             remaining.screens = [:]
             let keys = remaining.seriesKeys.sorted(by: SeriesKey.writeOrder)
             var start = 0
             while start < keys.count {
                 let slice = Set(keys[start..<min(start + 2_000, keys.count)])
-                try await PostgresTelemetryStore.write(remaining.filter { slice.contains($0) }, connection: connection, logger: logger)
+                try await PostgresTelemetryStore.write(remaining.filter { slice.contains($0) }, seenAt: now, connection: connection, logger: logger)
                 start += 2_000
             }
             if !input.counts.screens.isEmpty {
                 var screens = AggregateDelta()
                 screens.screens = input.counts.screens
-                try await PostgresTelemetryStore.write(screens, connection: connection, logger: logger)
+                try await PostgresTelemetryStore.write(screens, seenAt: now, connection: connection, logger: logger)
             }
             let sortedKeys = input.keys.sorted { SeriesKey.writeOrder($0.key, $1.key) }
             for chunkStart in stride(from: 0, to: sortedKeys.count, by: Self.chunk) {

@@ -136,22 +136,30 @@ enum PostgresSQL {
     }
 
     /// Remembers up to 8 sources per key: enough to tell one source from several.
-    static func insertKeySources(_ rows: [(SeriesKey, SourceID)]) -> PostgresQuery {
-        var keys = KeyArrays(), sources: [Int] = []
+    /// A source already remembered only has its last-seen time moved on; only a
+    /// network's keyed hash has one (`seenAt`; trusted and retired rows never expire).
+    static func insertKeySources(_ rows: [(SeriesKey, SourceID)], seenAt: Int64) -> PostgresQuery {
+        var keys = KeyArrays(), sources: [Int] = [], seen: [Int] = []
         for (key, source) in rows {
             keys.append(key); sources.append(Int(Int64(bitPattern: source.value)))
+            seen.append(source.isNetworkHash ? Int(seenAt) : -1)
         }
         let b = SQLBinds()
         let sql = """
-            INSERT INTO key_sources(\(keyColumns), source)
-            SELECT u.* FROM unnest(\(keys.unnestArguments(b)), \(b(sources))::bigint[])
-                AS u(model, os_major, language, orientation, keyboard_type, source)
+            INSERT INTO key_sources(\(keyColumns), source, seen_at)
+            SELECT u.model, u.os_major, u.language, u.orientation, u.keyboard_type, u.source, NULLIF(u.seen_at, -1)
+            FROM unnest(\(keys.unnestArguments(b)), \(b(sources))::bigint[], \(b(seen))::bigint[])
+                AS u(model, os_major, language, orientation, keyboard_type, source, seen_at)
             WHERE (SELECT COUNT(*) FROM key_sources s WHERE s.model = u.model AND s.os_major = u.os_major
-                   AND s.language = u.language AND s.orientation = u.orientation AND s.keyboard_type = u.keyboard_type) < 8
-            ON CONFLICT DO NOTHING
+                   AND s.language = u.language AND s.orientation = u.orientation AND s.keyboard_type = u.keyboard_type
+                   AND s.source <> u.source) < 8
+            ON CONFLICT (\(keyColumns), source) DO UPDATE SET seen_at = GREATEST(key_sources.seen_at, excluded.seen_at)
             """
         return b.query(sql)
     }
+
+    /// A random retired identifier (`SourceID`): negative, odd, never derived from an address.
+    static let retiredSource = "-((('x' || substr(md5(random()::text), 1, 16))::bit(64)::bigint & 9223372036854775807) | 1)"
 
     static func upsertModelScreens(_ rows: [(ModelScreenKey, Int64)]) -> PostgresQuery {
         let b = SQLBinds()

@@ -204,7 +204,15 @@ public enum PostgresSchema {
                 FROM batches GROUP BY received_at / 3600
             """,
         ]),
-        Migration(version: 6, name: "the day's vote ledger and new-key quotas (kept across restarts)", sql: [
+        // Sources were an unkeyed hash of the client's address, which anyone can reverse by hashing
+        // every address. They cannot be re-keyed (the address is not known), so each becomes a random
+        // negative identifier: every key keeps its count of distinct sources. From now on a network's
+        // identifier is keyed (positive) and kept source_retention_days after seen_at; 0 is a trusted peer.
+        Migration(version: 6, name: "keyed-sources: retire unkeyed source hashes, last-seen times", sql: [
+            "ALTER TABLE key_sources ADD COLUMN seen_at BIGINT",
+            "UPDATE key_sources SET source = \(PostgresSQL.retiredSource) WHERE source <> 0",
+        ]),
+        Migration(version: 7, name: "the day's vote ledger and new-key quotas (kept across restarts)", sql: [
             """
             CREATE TABLE vote_ledger (
                 day           BIGINT NOT NULL,

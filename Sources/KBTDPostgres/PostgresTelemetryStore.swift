@@ -147,8 +147,8 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
                     added.merge(batch.delta)
                     if batch.source == .trusted { trusted.formUnion(batch.delta.seriesKeys) }
                 }
-                try await write(added, connection: connection, logger: logger)
                 let now = input.batches.map(\.receivedAt).max() ?? 0
+                try await write(added, seenAt: now, connection: connection, logger: logger)
                 let (indexed, admitted, newlyAdmitted) = try await admit(added, trusted: trusted, input: input, now: now,
                                                                           connection: connection, logger: logger)
                 try await writeHourlyIngest(input.batches, stored: stored, connection: connection, logger: logger)
@@ -169,8 +169,9 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
         }
     }
 
-    /// Upserts every count of `delta`, table by table, keys in `SeriesKey.writeOrder`.
-    static func write(_ delta: AggregateDelta, connection: PostgresConnection, logger: Logger) async throws {
+    /// Upserts every count of `delta`, table by table, keys in `SeriesKey.writeOrder`; `seenAt`
+    /// (Unix seconds) is when its client networks reported their keys.
+    static func write(_ delta: AggregateDelta, seenAt: Int64, connection: PostgresConnection, logger: Logger) async throws {
         func order<K>(_ rows: [(K, Int64)], _ series: (K) -> SeriesKey, _ tail: (K, K) -> Bool) -> [(K, Int64)] {
             rows.sorted { a, b in
                 let (sa, sb) = (series(a.0), series(b.0))
@@ -211,7 +212,7 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
             for key in delta.sources.keys.sorted(by: SeriesKey.writeOrder) {
                 for id in delta.sources[key]!.sorted() { rows.append((key, id)) }
             }
-            try await connection.query(PostgresSQL.insertKeySources(rows), logger: logger)
+            try await connection.query(PostgresSQL.insertKeySources(rows, seenAt: seenAt), logger: logger)
         }
         if !delta.screens.isEmpty {
             let rows = delta.screens.map { ($0.key, $0.value) }.sorted {
@@ -384,6 +385,38 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
                         """), logger: database.logger)
                 }
                 return doomed
+            }
+        }
+    }
+
+    /// In slices of 5,000 rows, skipping rows a commit holds (never waiting on one, so never
+    /// deadlocking with a node's commit): a skipped row retires at the next pass.
+    public func retireSources(seenBefore cutoff: Int64) throws -> Int {
+        let database = self.database
+        return try blocking {
+            var total = 0
+            while true {
+                let retired = try await database.withConnection { connection in
+                    let b = SQLBinds()
+                    var count = 0
+                    for try await value in try await connection.query(b.query("""
+                        WITH doomed AS (
+                            SELECT model, os_major, language, orientation, keyboard_type, source FROM key_sources
+                            WHERE source > 0 AND COALESCE(seen_at, 0) < \(b(Int(cutoff)))
+                            LIMIT 5000 FOR UPDATE SKIP LOCKED),
+                        retired AS (
+                            UPDATE key_sources k SET source = \(PostgresSQL.retiredSource), seen_at = NULL FROM doomed d
+                            WHERE k.model = d.model AND k.os_major = d.os_major AND k.language = d.language
+                              AND k.orientation = d.orientation AND k.keyboard_type = d.keyboard_type AND k.source = d.source
+                            RETURNING 1)
+                        SELECT COUNT(*)::bigint FROM retired
+                        """), logger: database.logger).decode(Int.self) {
+                        count = value
+                    }
+                    return count
+                }
+                total += retired
+                if retired < 5000 { return total }
             }
         }
     }

@@ -71,15 +71,18 @@ public final class GroupCommitWriter: Sendable {
         public var retention: Double
         /// Seconds a key never admitted to the index is kept (0: forever).
         public var unconfirmedKeyRetention: Double = 0
+        /// Seconds a client network's keyed hash is kept after it last reported a key (0: forever).
+        public var sourceRetention: Double = 0
         /// WAL size past which a truncating checkpoint is tried after commits.
         public var walLimitBytes: Int64 = 64 << 20
         /// Told which keys the pruning deleted.
         public var onForget: @Sendable ([SeriesKey]) -> Void = { _ in }
 
-        public init(retention: Double, unconfirmedKeyRetention: Double = 0, walLimitBytes: Int64 = 64 << 20,
-                    onForget: @escaping @Sendable ([SeriesKey]) -> Void = { _ in }) {
+        public init(retention: Double, unconfirmedKeyRetention: Double = 0, sourceRetention: Double = 0,
+                    walLimitBytes: Int64 = 64 << 20, onForget: @escaping @Sendable ([SeriesKey]) -> Void = { _ in }) {
             self.retention = retention
             self.unconfirmedKeyRetention = unconfirmedKeyRetention
+            self.sourceRetention = sourceRetention
             self.walLimitBytes = walLimitBytes
             self.onForget = onForget
         }
@@ -194,6 +197,10 @@ public final class GroupCommitWriter: Sendable {
                 if upkeep.unconfirmedKeyRetention > 0 {
                     pruneKeys(store, before: Int64(now - upkeep.unconfirmedKeyRetention), onForget: upkeep.onForget)
                 }
+                // After the keys: an unconfirmed key goes before its sources would retire (equal horizons).
+                if upkeep.sourceRetention > 0 {
+                    retireSources(store, before: Int64(now - upkeep.sourceRetention))
+                }
             }
             let (jobs, stopping) = state.withLock { state -> ([Job], Bool) in
                 state.heartbeat = ContinuousClock.now
@@ -271,6 +278,16 @@ public final class GroupCommitWriter: Sendable {
             logger.warning("pruning unconfirmed keys failed", metadata: ["error": "\(error)"])
         }
         if total > 0 { logger.info("forgot \(total) keys no trusted peer or min_sources networks confirmed in time") }
+    }
+
+    /// Replaces client networks' keyed hashes past retention with random identifiers.
+    private func retireSources(_ store: any TelemetryStore, before cutoff: Int64) {
+        do {
+            let retired = try store.retireSources(seenBefore: cutoff)
+            if retired > 0 { logger.info("retired \(retired) client network identifiers past source_retention_days") }
+        } catch {
+            logger.warning("retiring source identifiers failed", metadata: ["error": "\(error)"])
+        }
     }
 
     private func prune(_ store: any TelemetryStore, before cutoff: Int64) {

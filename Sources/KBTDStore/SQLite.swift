@@ -108,6 +108,7 @@ final class SQLiteStatement {
             case .int(let v): status = sqlite3_bind_int64(handle, index, v)
             case .double(let v): status = sqlite3_bind_double(handle, index, v)
             case .text(let v): status = sqlite3_bind_text(handle, index, v, -1, sqliteTransient)
+            case .null: status = sqlite3_bind_null(handle, index)
             }
             guard status == SQLITE_OK else { throw connection.error(status, "binding parameter \(index)") }
         }
@@ -138,6 +139,7 @@ enum SQLiteValue {
     case int(Int64)
     case double(Double)
     case text(String)
+    case null
 }
 
 /// The current row of a statement.

@@ -185,12 +185,19 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
         """
     /// Remembers up to 8 sources per key: enough to tell one source from several.
+    /// A source already remembered only has its last-seen time moved on (a
+    /// network's keyed hash is kept `source_retention_days` after that time).
     private static let insertKeySource = """
-        INSERT OR IGNORE INTO key_sources(model, os_major, language, orientation, keyboard_type, source)
-        SELECT ?1, ?2, ?3, ?4, ?5, ?6
+        INSERT INTO key_sources(model, os_major, language, orientation, keyboard_type, source, seen_at)
+        SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
         WHERE (SELECT COUNT(*) FROM key_sources WHERE model = ?1 AND os_major = ?2 AND language = ?3
-               AND orientation = ?4 AND keyboard_type = ?5) < 8
+               AND orientation = ?4 AND keyboard_type = ?5 AND source <> ?6) < 8
+        ON CONFLICT DO UPDATE SET seen_at = MAX(COALESCE(key_sources.seen_at, excluded.seen_at),
+                                                COALESCE(excluded.seen_at, key_sources.seen_at))
         """
+
+    /// A random retired identifier (`SourceID`): negative, odd, never derived from an address.
+    static let retiredSourceSQL = "-((random() & 9223372036854775807) | 1)"
 
     /// Batches per model and reported screen (`device.screen`).
     private static let upsertModelScreens = """
@@ -243,8 +250,9 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                 added.merge(batch.delta)
                 if batch.source == .trusted { trustedKeys.formUnion(batch.delta.seriesKeys) }
             }
-            try write(added)
-            let (indexed, admitted) = try admit(added, trusted: trustedKeys, now: batches.map(\.receivedAt).max() ?? 0)
+            let now = batches.map(\.receivedAt).max() ?? 0
+            try write(added, seenAt: now)
+            let (indexed, admitted) = try admit(added, trusted: trustedKeys, now: now)
             try writeHourlyIngest(batches, stored: stored)
             try writeLedger(batches, stored: stored)
             try db.execute("COMMIT;")
@@ -355,7 +363,8 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         }
     }
 
-    private func write(_ delta: AggregateDelta) throws(SQLiteError) {
+    /// Upserts every count of `delta`; `seenAt` (Unix seconds) is when its client networks reported their keys.
+    func write(_ delta: AggregateDelta, seenAt: Int64) throws(SQLiteError) {
         let heights = try statement(Self.upsertHeightCounts)
         for (key, count) in delta.heights {
             try heights.run(Self.keyValues(key.series) + [.text(key.placement.rawValue), .double(HeightBin.points(key.halfPoints)), .int(count)])
@@ -381,7 +390,8 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         let sources = try statement(Self.insertKeySource)
         for (series, ids) in delta.sources {
             for id in ids {
-                try sources.run(Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
+                // Only a network's keyed hash has a last-seen time: trusted and retired rows never expire.
+                try sources.run(Self.keyValues(series) + [.int(Int64(bitPattern: id.value)), id.isNetworkHash ? .int(seenAt) : .null])
             }
         }
         if !delta.screens.isEmpty {
@@ -421,6 +431,14 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             try? db.execute("ROLLBACK;")
             throw error
         }
+    }
+
+    public func retireSources(seenBefore cutoff: Int64) throws -> Int {
+        try statement("""
+            UPDATE key_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
+            WHERE source > 0 AND COALESCE(seen_at, 0) < ?
+            """).run([.int(cutoff)])
+        return db.changes
     }
 
     public func checkpointIfLarge(limit: Int64) -> Int64 {

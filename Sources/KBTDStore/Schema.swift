@@ -138,7 +138,16 @@ enum Schema {
                 SELECT received_at / 3600 * 3600, COUNT(*), SUM(accepted), SUM(rejected)
                 FROM batches GROUP BY received_at / 3600;
             """),
-        Migration(version: 6, name: "the day's vote ledger and new-key quotas (kept across restarts)", sql: """
+        Migration(version: 6, name: "keyed-sources: retire unkeyed source hashes, last-seen times", sql: """
+            -- Sources were an unkeyed hash of the client's address, which anyone can reverse by
+            -- hashing every address. They cannot be re-keyed (the address is not known), so each
+            -- becomes a random negative identifier: every key keeps its count of distinct sources.
+            -- From now on a network's identifier is keyed (positive) and kept source_retention_days
+            -- after seen_at, its last report of the key; 0 is a trusted peer.
+            ALTER TABLE key_sources ADD COLUMN seen_at INTEGER;
+            UPDATE key_sources SET source = -((random() & 9223372036854775807) | 1) WHERE source <> 0;
+            """),
+        Migration(version: 7, name: "the day's vote ledger and new-key quotas (kept across restarts)", sql: """
             -- Abuse budgets spent per UTC day (days since 1970), so a restart forgets nothing:
             -- votes granted per (source network, key, height bin), and new keys per source network.
             -- Sources and groups are the same hashed network identifiers as key_sources.source;
@@ -167,4 +176,7 @@ enum Schema {
     static let applicationID: Int32 = 0x6B62_7464
 
     static var latestVersion: Int { migrations.last!.version }
+
+    /// The first version whose `key_sources` hold keyed hashes (or retired identifiers), never an unkeyed address hash.
+    static let keyedSourcesVersion = 6
 }

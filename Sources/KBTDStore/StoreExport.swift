@@ -44,6 +44,16 @@ extension SQLiteTelemetryStore {
         return created
     }
 
+    /// The counts `kbtd migrate` carries over: every count, with the sources of a database
+    /// from before keyed sources (an unkeyed address hash each) retired on the way out.
+    public func countsForImport() throws -> AggregateDelta {
+        var counts = try loadCounts()
+        var version = 0
+        try statement("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").forEachRow { version = Int($0.int(0)) }
+        if version < Schema.keyedSourcesVersion { counts.retireSources() }
+        return counts
+    }
+
     /// Hands every remembered batch id to `body`, `chunk` at a time.
     public func forEachBatchIDs(chunk: Int = 10_000, _ body: ([StoredBatchID]) throws -> Void) throws {
         var rows: [StoredBatchID] = []

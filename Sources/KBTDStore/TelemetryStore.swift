@@ -74,6 +74,10 @@ public protocol TelemetryStore: AnyObject {
     /// Deletes keys never admitted and first seen before `cutoff` (Unix
     /// seconds) with all their counts, at most `limit` a call; returns them.
     func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey]
+    /// Retires the client networks' keyed hashes last seen before `cutoff` (Unix
+    /// seconds): each becomes a random identifier, so its key keeps its count of
+    /// sources while nothing derived from an address stays; returns how many.
+    func retireSources(seenBefore cutoff: Int64) throws -> Int
     /// Bytes in the write-ahead log; runs a truncating checkpoint first when it grew past `limit`.
     func checkpointIfLarge(limit: Int64) -> Int64
     /// The abuse budgets spent on UTC day `day` (the vote ledger and new-key quotas).

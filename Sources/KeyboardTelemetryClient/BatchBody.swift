@@ -32,7 +32,9 @@ enum BatchBody {
     }
 
     private static func write(_ sample: KeyboardSample, to out: inout String) {
-        out += "{\"t\":\(number(sample.timestamp.timeIntervalSince1970)),\"event\":\"\(sample.event.rawValue)\",\"language\":"
+        // Whole seconds: kbtd only checks a sample's age, and the moment someone opened the keyboard
+        // is not sent more precisely than that needs (docs/privacy.md).
+        out += "{\"t\":\(number(sample.timestamp.timeIntervalSince1970.rounded(.down))),\"event\":\"\(sample.event.rawValue)\",\"language\":"
         string(sample.language, to: &out)
         out += ",\"orientation\":\"\(sample.orientation.rawValue)\",\"keyboard_type\":\"\(sample.keyboardType.rawValue)\""
         out += ",\"height\":\(number(sample.height)),\"accessory_height\":\(number(sample.accessoryHeight))"

@@ -5,7 +5,7 @@ import UIKit
 
 extension TelemetryDevice {
     /// This device: the machine identifier from `uname` (the simulated model's on the simulator),
-    /// the OS version, and the main bundle's identifier and short version.
+    /// and the OS version (no bundle identifier or app version: see below).
     public static func current() -> TelemetryDevice {
         var info = utsname()
         uname(&info)
@@ -13,9 +13,9 @@ extension TelemetryDevice {
             String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
         let model = ProcessInfo.processInfo.environment["SIMULATOR_MODEL_IDENTIFIER"] ?? machine
-        let bundle = mainBundleApp()
-        return TelemetryDevice(model: model, os: versionString(ProcessInfo.processInfo.operatingSystemVersion),
-                               app: bundle.app, appVersion: bundle.version)
+        // No bundle identifier or app version: kbtd stores neither (docs/privacy.md); an app that wants
+        // them sent anyway passes `mainBundleApp()` to `TelemetryDevice(model:os:app:appVersion:)`.
+        return TelemetryDevice(model: model, os: versionString(ProcessInfo.processInfo.operatingSystemVersion))
     }
 }
 

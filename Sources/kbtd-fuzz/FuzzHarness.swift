@@ -39,7 +39,7 @@ enum FuzzHarness {
         let delta = AggregateDelta(batch: batch)
         var weighed = delta
         var policy = SourcePolicy()
-        policy.apply(to: &weighed, source: SourceID(network: "203.0.113.0"), now: now)
+        policy.apply(to: &weighed, source: SourceID(network: "203.0.113.0", key: SourceKey(k0: 1, k1: 2)), now: now)
         var index = HeightIndex()
         index.apply(delta)
         for key in index.byModelLanguage.keys {

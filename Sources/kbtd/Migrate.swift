@@ -38,7 +38,7 @@ struct Migrate: ParsableCommand {
             var batchIDs: [StoredBatchID] = []
             try source.forEachBatchIDs { batchIDs += $0 }
             let path = URL(fileURLWithPath: from).resolvingSymlinksInPath().path
-            work = StoreImport(source: "sqlite:\(path)@\(try source.creationTime())", counts: try source.loadCounts(),
+            work = StoreImport(source: "sqlite:\(path)@\(try source.creationTime())", counts: try source.countsForImport(),
                                keys: try source.storedKeys(), batchIDs: batchIDs, hourly: try source.hourlyIngest(since: 0))
         } catch {
             throw fail("--from: cannot read database \(from): \(error)", code: ExitStatus.noInput)

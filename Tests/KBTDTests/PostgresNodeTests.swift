@@ -31,7 +31,7 @@ struct PostgresNodeTests {
         let postgres = try TestPostgres()
         let nodes = [Self.node(postgres), Self.node(postgres, url: postgres.socketURL)]
         try Self.startTogether(nodes)
-        #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM schema_migrations") == "6")
+        #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM schema_migrations") == "7")
 
         // Each batch goes to one node, its retry to the other.
         var bodies: [[UInt8]] = []
@@ -86,8 +86,9 @@ struct PostgresNodeTests {
     /// attacker spent its budgets on another (or the same node restarted) finds them spent.
     @Test func theDaysBudgetsAreSharedWithNodesStartedLater() throws {
         let postgres = try TestPostgres()
+        // Nodes of one cluster share the source key (README "Scaling out"): the same network is the same source on each.
         let environment = ["KBTD_TRUSTED_PEERS": "unix", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
-                           "KBTD_MAX_NEW_KEYS_PER_SOURCE_PER_DAY": "5"]
+                           "KBTD_MAX_NEW_KEYS_PER_SOURCE_PER_DAY": "5", "KBTD_SOURCE_KEY": "00112233445566778899aabbccddeeff"]
         func post(_ node: TestDaemon, from source: String, _ samples: [TestSample]) throws -> HTTPTestResponse {
             try node.connection(from: source).request(
                 "POST", "/v1/batches", headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],

@@ -70,6 +70,30 @@ func pendingBatch(_ id: String, receivedAt: Int64 = 1_000, model: String = "iPho
 
 @Suite("Store conformance: the same cases on SQLite and PostgreSQL", .serialized)
 struct StoreConformanceTests {
+    /// docs/privacy.md: a network's keyed hash retires `source_retention_days` after it last reported
+    /// the key; the key keeps its count of sources, and a report refreshes the time.
+    @Test(arguments: StoreKind.available)
+    func keyedSourcesRetireAfterTheirLastReportKeepingEachKeysCount(kind: StoreKind) throws {
+        let subject = try StoreUnderTest(kind)
+        let store = try subject.open()
+        let a = SourceID(network: "198.51.100.1"), b = SourceID(network: "198.51.100.2")
+        _ = try store.commit([pendingBatch("1", receivedAt: 1_000, source: a), pendingBatch("2", receivedAt: 1_000, source: b),
+                              pendingBatch("3", receivedAt: 1_000)])
+        _ = try store.commit([pendingBatch("4", receivedAt: 5_000, source: a)])
+        let key = try #require(try store.loadCounts().sources.keys.first)
+        #expect(try store.loadCounts().sources[key] == [a, b, .trusted])
+
+        #expect(try store.retireSources(seenBefore: 2_000) == 1)
+        let after = try #require(try store.loadCounts().sources[key])
+        #expect(after.count == 3 && after.contains(a) && after.contains(.trusted) && !after.contains(b))
+        #expect(after.filter { !$0.isNetworkHash && $0 != .trusted }.count == 1, "b is now a retired id")
+
+        #expect(try store.retireSources(seenBefore: 10_000) == 1)
+        #expect(try store.retireSources(seenBefore: 10_000) == 0)
+        let last = try #require(try subject.open().loadCounts().sources[key])
+        #expect(last.count == 3 && last.filter(\.isNetworkHash).isEmpty && last.contains(.trusted))
+    }
+
     @Test(arguments: StoreKind.available)
     func aBatchIDCountsOnceAndPruningForgetsIt(kind: StoreKind) throws {
         let subject = try StoreUnderTest(kind)

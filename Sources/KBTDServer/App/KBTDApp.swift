@@ -46,6 +46,10 @@ public final class KBTDApp: Sendable {
                 postgres: PostgresNode? = nil) throws {
         let path = initial.database
         let start = ContinuousClock.now
+        // The key lives beside an SQLite database: its folder is checked first (exit 73 when missing);
+        // then a bad key file stops the start before the database is opened.
+        if postgres == nil { try DatabaseFile.prepare(path, mode: initial.databaseMode) }
+        let sourceKey = try SourceKeyFile.load(for: initial, logger: logger)
         let box = SettingsBox(initial)
         let admission: @Sendable () -> IndexAdmission = {
             let current = box.current
@@ -94,6 +98,7 @@ public final class KBTDApp: Sendable {
         let upkeep = GroupCommitWriter.Upkeep(
             retention: initial.batchRetentionDays * 86_400,
             unconfirmedKeyRetention: initial.unconfirmedKeyRetentionDays * 86_400,
+            sourceRetention: initial.sourceRetentionDays * 86_400,
             walLimitBytes: initial.maxWALBytes,
             onForget: { keyGate.forget($0) })
         let writer = GroupCommitWriter(
@@ -114,7 +119,7 @@ public final class KBTDApp: Sendable {
         databaseLock = Mutex(lock)
         let rateLimiter = ClientRateLimiter(limits: initial.limits)
         let sourceWeights = SourceWeights(maxVotesPerSource: initial.maxVotesPerSource,
-                                          maxEntriesPerSource: initial.maxVoteEntriesPerSource)
+                                          maxEntriesPerSource: initial.maxVoteEntriesPerSource, key: sourceKey)
         sourceWeights.restore(ledger)
         keyGate.restore(ledger)
         self.rateLimiter = rateLimiter

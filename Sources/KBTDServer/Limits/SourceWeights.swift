@@ -4,11 +4,14 @@ import Synchronization
 
 /// Applies the poisoning defence (`SourcePolicy`) to each batch before it is
 /// queued: untrusted client networks get capped votes and are named as the
-/// batch's source; trusted peers pass unchanged.
+/// batch's source (their keyed hash); trusted peers pass unchanged.
 final class SourceWeights: Sendable {
     private let policy: Mutex<SourcePolicy>
+    /// The secret client networks are hashed under (`SourceKeyFile`).
+    private let key: SourceKey
 
-    init(maxVotesPerSource: Int, maxEntriesPerSource: Int) {
+    init(maxVotesPerSource: Int, maxEntriesPerSource: Int, key: SourceKey) {
+        self.key = key
         var policy = SourcePolicy(maxVotesPerSource: Int64(maxVotesPerSource))
         policy.maxEntriesPerSource = maxEntriesPerSource
         self.policy = Mutex(policy)
@@ -21,18 +24,18 @@ final class SourceWeights: Sendable {
         }
     }
 
-    /// The batch's source: `.trusted` for trusted peers, else its client network's hash.
-    static func source(of context: KBTDRequestContext, trusted: TrustedPeers) -> SourceID {
+    /// The batch's source: `.trusted` for trusted peers, else its client network's keyed hash.
+    func source(of context: KBTDRequestContext, trusted: TrustedPeers) -> SourceID {
         let isTrusted = switch trusted {
         case .local: context.isLocalPeer
         case .unix: context.isUnixPeer
         case .none: false
         }
-        return isTrusted ? .trusted : SourceID(network: context.clientNetwork)
+        return isTrusted ? .trusted : SourceID(network: context.clientNetwork, key: key)
     }
 
     /// The network group of an untrusted batch (`ClientNetwork.group`), hashed as sources are.
-    static func group(of context: KBTDRequestContext) -> SourceID { SourceID(network: context.clientGroup) }
+    func group(of context: KBTDRequestContext) -> SourceID { SourceID(network: context.clientGroup, key: key) }
 
     /// Weighs an untrusted batch's votes (`SourcePolicy.apply`); returns what the day's ledger
     /// gained, which the store persists with the batch.

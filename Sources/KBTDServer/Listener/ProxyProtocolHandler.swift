@@ -51,7 +51,8 @@ final class ProxyProtocolHandler: ChannelInboundHandler, RemovableChannelHandler
         case (.absent, true), (.invalid, true):
             reject(context, "trusted proxy \(peer) sent no valid PROXY protocol header; is proxy_protocol on in the proxy?")
         case (.header, false), (.invalid, false):
-            reject(context, "PROXY protocol header from \(peer), which is not in trusted_proxies")
+            // The peer is a client here: its address goes to the log only at debug (JournalLogHandler).
+            reject(context, "PROXY protocol header from a peer not in trusted_proxies", client: peer)
         }
     }
 
@@ -63,11 +64,12 @@ final class ProxyProtocolHandler: ChannelInboundHandler, RemovableChannelHandler
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 
-    private func reject(_ context: ChannelHandlerContext, _ reason: String) {
+    private func reject(_ context: ChannelHandlerContext, _ reason: String, client: String? = nil) {
         done = true
         buffered = nil
         metrics.request(route: "proxy_protocol", status: 400)
         logger.warning("closing connection: \(reason)")
+        if let client { logger.debug("closed connection's peer", metadata: ["client": "\(client)"]) }
         context.close(promise: nil)
     }
 }

@@ -47,16 +47,28 @@ public struct JournalLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
+    /// Metadata printed only at debug and trace: a client's address (`client`) is
+    /// personal data, kept out of logs at info and above (docs/privacy.md).
+    public static let debugOnlyMetadata: Set<String> = ["client"]
+
     public func log(event: LogEvent) {
+        FileHandle.standardError.write(Data(line(for: event).utf8))
+    }
+
+    /// The line `log(event:)` writes for `event`, newline included.
+    public func line(for event: LogEvent) -> String {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { $1 } }
+        if event.level > .debug {
+            for key in Self.debugOnlyMetadata { merged[key] = nil }
+        }
         var line = toJournal ? "<\(Self.priority(event.level))>" : "\(Self.timestamp()) \(event.level.rawValue.uppercased()) "
         line += Self.singleLine("\(event.message)")
         if !merged.isEmpty {
             line += " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.singleLine("\($0.value)"))" }.joined(separator: " ")
         }
         line += "\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        return line
     }
 
     /// syslog priorities (RFC 5424) as journald reads them from `<N>` prefixes.

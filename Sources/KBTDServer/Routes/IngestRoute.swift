@@ -35,7 +35,7 @@ struct IngestRoute: Sendable {
             metrics.batch(.rejected)
             return JSONResponse.invalid(error, "invalid batch")
         }
-        let source = SourceWeights.source(of: context, trusted: current.trustedPeers)
+        let source = sourceWeights.source(of: context, trusted: current.trustedPeers)
         let (refusals, created) = keyGate.screen(&batch, source: source, now: now)
         for (refusal, count) in refusals {
             metrics.keysRefused(refusal, count: count)
@@ -48,7 +48,7 @@ struct IngestRoute: Sendable {
             pending.source = source
             if source != .trusted {
                 pending.newKeys = created
-                pending.ledger = sourceWeights.weigh(&pending.delta, source: source, group: SourceWeights.group(of: context),
+                pending.ledger = sourceWeights.weigh(&pending.delta, source: source, group: sourceWeights.group(of: context),
                                                      screen: batch.device.screen, now: now)
             }
             outcome = try await writer.submit(pending)

@@ -68,6 +68,14 @@ public struct ServerSettings: Sendable, Equatable {
     public var maxIndexedKeys = 50_000
     /// Days a key no trusted peer and fewer than `min_sources` networks reported is kept (0: forever).
     public var unconfirmedKeyRetentionDays = 30.0
+    /// Days a client network's keyed hash is kept for a key after the network last reported it;
+    /// then it is replaced by a random identifier (the key keeps its count of sources).
+    public var sourceRetentionDays = 30.0
+    /// The file holding the secret key client networks are hashed under (nil: `source.key`
+    /// beside the database; see `SourceKeyFile`).
+    public var sourceKeyFile: String?
+    /// The key itself, from `KBTD_SOURCE_KEY` (not a config-file setting: the key stays out of config files).
+    public var sourceKey: SourceKey?
     /// Permissions of the Unix socket.
     public var unixSocketMode: UInt32 = 0o660
     /// Permissions of a database file kbtd creates (its WAL and shared-memory files follow).

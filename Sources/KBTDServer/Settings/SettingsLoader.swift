@@ -41,8 +41,19 @@ public enum SettingsLoader {
             let flag = Setting.named(key)?.flag ?? key.replacingOccurrences(of: "_", with: "-")
             values[key] = Value(text: text, origin: "flag --\(flag)")
         }
-        return try apply(values)
+        var settings = try apply(values)
+        // The key itself only ever comes from the environment, and is never echoed.
+        if let text = environment[sourceKeyVariable] {
+            guard let key = SourceKey(hex: text) else {
+                throw SettingsError(message: "environment variable \(sourceKeyVariable): must be 32 hexadecimal digits (value not shown)")
+            }
+            settings.sourceKey = key
+        }
+        return settings
     }
+
+    /// The variable that gives the source key itself (`SourceKeyFile`).
+    public static let sourceKeyVariable = "KBTD_SOURCE_KEY"
 
     /// Parses a config file into values; unknown keys and malformed lines are errors.
     static func parseFile(_ path: String) throws(SettingsError) -> [String: Value] {

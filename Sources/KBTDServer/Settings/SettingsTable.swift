@@ -98,6 +98,10 @@ extension Setting {
              0...100_000_000, \.keys.maxNewKeysPerSourcePerDay),
         .double("unconfirmed_key_retention_days", "Days an unconfirmed key is kept (0: forever).", reloadable: false, 0...3650,
                 \.unconfirmedKeyRetentionDays),
+        .double("source_retention_days", "Days a client network's keyed hash is kept per key after its last report.",
+                reloadable: false, 1...3650, \.sourceRetentionDays),
+        .optionalText("source_key_file", "File with the secret client networks are hashed under (empty: source.key beside the database).",
+                      reloadable: false, \.sourceKeyFile),
         .fileMode("unix_socket_mode", "Permissions of the Unix socket (octal).", reloadable: false, \.unixSocketMode),
         .fileMode("database_mode", "Permissions of a database file kbtd creates (octal).", reloadable: false, \.databaseMode),
         Setting("max_wal_bytes", "Bytes the write-ahead log is truncated back to.", reloadable: false, parse: { text, settings in

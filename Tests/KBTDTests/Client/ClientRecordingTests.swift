@@ -25,6 +25,44 @@ struct ClientRecordingTests {
         #expect(Set(KeyboardType.allCases.map(\.rawValue)) == KeyboardTypes.all)
     }
 
+    /// docs/privacy.md: a batch holds the documented fields and nothing else: a random batch id,
+    /// the model, OS and screen, and samples whose time is in whole seconds.
+    @Test func aBatchCarriesOnlyTheDocumentedFieldsAndWholeSeconds() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let daemon = try TestDaemon().start()
+        let transport = RecordingTransport()
+        var configuration = ClientFixtures.configuration(port: daemon.port, directory: directory)
+        configuration.screen = "393x852"
+        let client = try KeyboardTelemetryClient(device: TelemetryDevice(model: "iPhone17,1", os: "26.1"),
+                                                 configuration: configuration, transport: transport)
+        client.start()
+        client.record(KeyboardSample(event: .show, height: 336, safeAreaBottom: 34, language: "en-US", orientation: .portrait,
+                                     timestamp: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down) - 0.375)))
+        await client.flush()
+        #expect(await client.waitForDelivery(timeout: 120))
+        await client.shutdown()
+        let post = try #require(transport.exchanges.first { $0.request.method == "POST" })
+        let batch = try JSONParser.parse(try ClientFixtures.inflate([UInt8](try #require(post.request.body))))
+        guard case .object(let fields) = batch, case .object(let device)? = batch["device"],
+              case .array(let samples)? = batch["samples"], case .object(let sample)? = samples.first else {
+            Issue.record("not a batch: \(batch)")
+            return
+        }
+        #expect(Set(fields.keys) == ["batch_id", "device", "samples"])
+        #expect(Set(device.keys) == ["model", "os", "screen"], "no app, app_version or identifier")
+        #expect(Set(sample.keys).isSubset(of: ["t", "event", "language", "orientation", "keyboard_type", "height", "accessory_height",
+                                                   "safe_area_bottom", "duration", "curve", "cold_start_ms", "preloaded",
+                                                   "floating", "hardware_keyboard"]))
+        guard case .number(let t)? = sample["t"] else {
+            Issue.record("no t")
+            return
+        }
+        #expect(t == t.rounded(.down), "whole seconds: \(t)")
+        #expect(post.request.headers.keys.allSatisfy { ["Content-Type", "Content-Encoding", "User-Agent", "Authorization"].contains($0) },
+                "\(post.request.headers.keys)")
+    }
+
     @Test func nonFiniteSamplesAreDiscardedAndCounted() async throws {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

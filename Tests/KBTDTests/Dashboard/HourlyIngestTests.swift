@@ -43,7 +43,7 @@ struct HourlyIngestTests {
         }
         // Back to the schema before the hourly step (version 5): no table of it or after it, no record of them.
         #expect(try sqlite3(path, """
-            DROP TABLE hourly_ingest; DROP TABLE vote_ledger; DROP TABLE key_quota;
+            DROP TABLE hourly_ingest; ALTER TABLE key_sources DROP COLUMN seen_at; DROP TABLE vote_ledger; DROP TABLE key_quota;
             DELETE FROM schema_migrations WHERE version >= 5;
             """) == 0)
         #expect(try SQLiteTelemetryStore(path: path, access: .readOnly).hourlyIngest(since: 0).isEmpty, "read-only: not migrated")

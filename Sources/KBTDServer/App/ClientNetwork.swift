@@ -18,6 +18,23 @@ enum ClientNetwork {
         }
     }
 
+    /// The group of networks one operator is likely to hold many of: an IPv4
+    /// /16 (`a.b.0.0/16`), an IPv6 /48 (65,536 /64s), `unix` or `unknown`.
+    /// The key capacity rules bound what one group may create per day.
+    static func group(of address: SocketAddress?) -> String {
+        let network = of(address)
+        switch address {
+        case .v4?, .v6?:
+            if network.hasSuffix("::/64") {
+                return network.split(separator: ":").prefix(3).joined(separator: ":") + "::/48"
+            }
+            let octets = network.split(separator: ".")
+            guard octets.count == 4 else { return network }
+            return "\(octets[0]).\(octets[1]).0.0/16"
+        default: return network
+        }
+    }
+
     /// The first four hextets of an IPv6 address, expanding `::`.
     static func ipv6Prefix64(_ host: String) -> String {
         let parts = host.split(separator: ":", omittingEmptySubsequences: false).map(String.init)

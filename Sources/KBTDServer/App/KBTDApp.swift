@@ -57,7 +57,7 @@ public final class KBTDApp: Sendable {
         } else {
             openStore = { try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission) }
         }
-        let keyGate = KeyGate(limits: initial.keys)
+        let keyGate = KeyGate(limits: initial.keyLimits)
         var index = HeightIndex()
         var lock: ExclusiveLock?
         if let postgres {
@@ -83,11 +83,16 @@ public final class KBTDApp: Sendable {
 
         let heights = LiveHeights(index: index, settings: initial.estimator)
         let metrics = ServerMetrics()
-        let upkeep = GroupCommitWriter.Upkeep(
+        var upkeep = GroupCommitWriter.Upkeep(
             retention: initial.batchRetentionDays * 86_400,
             unconfirmedKeyRetention: initial.unconfirmedKeyRetentionDays * 86_400,
             walLimitBytes: initial.maxWALBytes,
-            onForget: { keyGate.forget($0) })
+            onForget: { keys in
+                keyGate.forget(keys)
+                heights.remove(keys)
+            })
+        upkeep.idleKeyRetention = initial.idleKeyRetentionDays * 86_400
+        upkeep.onEvict = { heights.remove($0) }
         let writer = GroupCommitWriter(
             openStore: openStore, capacity: initial.limits.writeQueueCapacity, maxBatchesPerCommit: initial.limits.maxBatchesPerCommit,
             upkeep: upkeep, logger: logger
@@ -191,7 +196,7 @@ public final class KBTDApp: Sendable {
         rateLimiter.update(next.limits)
         sourceWeights.update(maxVotesPerSource: next.maxVotesPerSource, maxEntriesPerSource: next.maxVoteEntriesPerSource)
         connections.setLimits(maximum: next.limits.maxConnections, perClient: next.limits.maxConnectionsPerClient)
-        keyGate.update(next.keys)
+        keyGate.update(next.keyLimits)
     }
 
     /// Stops taking batches and commits everything queued. The writer's

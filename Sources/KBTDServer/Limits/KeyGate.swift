@@ -34,7 +34,8 @@ final class KeyGate: Sendable {
 
     /// Removes the samples whose key may not be created from `batch`, adding
     /// each to its `rejected` list with field `key`; returns the refusals by kind.
-    func screen(_ batch: inout ValidatedBatch, source: SourceID, now: Double) -> [KeyRefusal: Int] {
+    /// `group` is the source's network group (`ClientNetwork.group`), which the capacity rules count by.
+    func screen(_ batch: inout ValidatedBatch, source: SourceID, group: SourceID? = nil, now: Double) -> [KeyRefusal: Int] {
         var refusals: [KeyRefusal: Int] = [:]
         admission.withLock { admission in
             var decisions: [SeriesKey: KeyRefusal?] = [:]
@@ -57,7 +58,7 @@ final class KeyGate: Sendable {
                 if let known = decisions[key] {
                     decision = known
                 } else {
-                    decision = admission.admit(key, source: source, now: now)
+                    decision = admission.admit(key, source: source, group: group, now: now)
                     decisions[key] = decision
                 }
                 if let refusal = decision {

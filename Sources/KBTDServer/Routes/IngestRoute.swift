@@ -36,7 +36,7 @@ struct IngestRoute: Sendable {
             return JSONResponse.invalid(error, "invalid batch")
         }
         let source = SourceWeights.source(of: context, trusted: current.trustedPeers)
-        for (refusal, count) in keyGate.screen(&batch, source: source, now: now) {
+        for (refusal, count) in keyGate.screen(&batch, source: source, group: SourceID(network: context.clientGroup), now: now) {
             metrics.keysRefused(refusal, count: count)
         }
         for fault in batch.rejected { metrics.samplesRejected(field: fault.field) }

@@ -41,8 +41,12 @@ struct HourlyIngestTests {
             let store = try SQLiteTelemetryStore(path: path)
             _ = try store.commit([Self.batch("a", at: hour + 1, accepted: 3, rejected: 2), Self.batch("b", at: hour + 3601, accepted: 5)])
         }
-        // Back to the schema before the hourly step (version 5): no table, no record of it.
-        #expect(try sqlite3(path, "DROP TABLE hourly_ingest; DELETE FROM schema_migrations WHERE version = 5;") == 0)
+        // Back to the schema before the hourly step (version 5): no table, no record of it or of the later steps
+        // (6, index capacity: keys.last_seen).
+        #expect(try sqlite3(path, """
+            DROP TABLE hourly_ingest; DROP INDEX keys_by_last_seen; ALTER TABLE keys DROP COLUMN last_seen;
+            DELETE FROM schema_migrations WHERE version >= 5;
+            """) == 0)
         #expect(try SQLiteTelemetryStore(path: path, access: .readOnly).hourlyIngest(since: 0).isEmpty, "read-only: not migrated")
 
         let migrated = try SQLiteTelemetryStore(path: path)

@@ -50,7 +50,7 @@ public enum KeyRefusal: String, Sendable, CaseIterable {
         case .groupQuota:
             "new key refused: this client network's /16 or /48 created \(limits.maxNewKeysPerGroupPerDay) new keys today (max_new_keys_per_group_per_day)"
         case .untrustedShare:
-            "new key refused: untrusted networks filled their \(limits.untrustedKeyShare)% of max_keys; the rest takes keys \(limits.reserveGroups) networks ask for (untrusted_key_share)"
+            "new key refused: untrusted networks filled their \(limits.untrustedKeyShare)% of max_keys; past it a key needs \(limits.reserveGroups) network groups (/16, /48) asking for it the same day (untrusted_key_share)"
         }
     }
 }

@@ -24,11 +24,11 @@ public struct HeightIndex: Sendable {
     /// model → its model+language keys, in the order they appeared, for `/v1/heights`.
     var modelLanguagesByModel: [UInt32: [PackedLevelKey]] = [:]
     /// (language, orientation, type) → models with docked heights for it.
-    public private(set) var modelsByLanguage: [LanguageKey: Set<String>] = [:]
+    public internal(set) var modelsByLanguage: [LanguageKey: Set<String>] = [:]
     /// Which screens each model reported (the `screen+language` level).
     public private(set) var screens = ScreenDirectory()
     /// Every OS major with docked heights (a handful), for the estimator's OS-shift check.
-    public private(set) var osMajors: Set<Int> = []
+    public internal(set) var osMajors: Set<Int> = []
 
     public init() {}
 

@@ -12,6 +12,21 @@ public struct KeyLimits: Sendable, Equatable {
     public var maxNewKeysPerSourcePerDay = 1_000
     /// Client networks tracked per day for that quota; past it unseen networks create no keys until the next day.
     public var maxTrackedSources = 100_000
+    /// New keys the untrusted networks of one group (an IPv4 /16, an IPv6 /48)
+    /// may create per UTC day together; refused asks count too.
+    public var maxNewKeysPerGroupPerDay = 5_000
+    /// Percent of `maxKeys` untrusted networks may fill on their own. Past it,
+    /// an untrusted new key is stored only once `reserveGroups` groups asked
+    /// for it the same day, up to half of the rest (the reserve); the last
+    /// half is for trusted peers only.
+    public var untrustedKeyShare = 80
+    /// Distinct groups that must ask for a key before it may use the reserve (the estimator's `min_sources`).
+    public var reserveGroups = 3
+
+    /// Keys stored past which untrusted networks create keys only through the reserve.
+    public var untrustedKeyLimit: Int { Int(Int64(maxKeys) * Int64(untrustedKeyShare) / 100) }
+    /// Keys stored past which only trusted peers create keys.
+    public var reserveKeyLimit: Int { untrustedKeyLimit + (maxKeys - untrustedKeyLimit) / 2 }
 
     public init() {}
 }
@@ -21,6 +36,8 @@ public enum KeyRefusal: String, Sendable, CaseIterable {
     case keyLimit = "key_limit"
     case languagesPerModel = "languages_per_model"
     case sourceQuota = "source_quota"
+    case groupQuota = "group_quota"
+    case untrustedShare = "untrusted_share"
 
     /// The per-sample reason in a batch receipt.
     public func reason(_ limits: KeyLimits) -> String {
@@ -30,6 +47,10 @@ public enum KeyRefusal: String, Sendable, CaseIterable {
             "new key refused: this model already has \(limits.maxLanguagesPerModel) languages (max_languages_per_model)"
         case .sourceQuota:
             "new key refused: this client network created \(limits.maxNewKeysPerSourcePerDay) new keys today (max_new_keys_per_source_per_day)"
+        case .groupQuota:
+            "new key refused: this client network's /16 or /48 created \(limits.maxNewKeysPerGroupPerDay) new keys today (max_new_keys_per_group_per_day)"
+        case .untrustedShare:
+            "new key refused: untrusted networks filled their \(limits.untrustedKeyShare)% of max_keys; past it a key needs \(limits.reserveGroups) network groups (/16, /48) asking for it the same day (untrusted_key_share)"
         }
     }
 }
@@ -49,6 +70,8 @@ public struct KeyAdmission: Sendable {
     private var languagesByModel: [UInt64: [UInt64: Int32]] = [:]
     private var createdToday: [SourceID: Int] = [:]
     private var day: Int64 = -1
+    /// The capacity rules' own day-scoped state (`capacity(_:source:group:now:)`).
+    private var capacityState = CapacityState()
 
     public init(limits: KeyLimits = KeyLimits()) {
         self.limits = limits
@@ -84,7 +107,7 @@ public struct KeyAdmission: Sendable {
     /// Whether a sample of `key` from `source` may be stored; a new key that
     /// fits is remembered at once (a failed commit only leaves a reserved slot).
     /// `now` is Unix seconds.
-    public mutating func admit(_ key: SeriesKey, source: SourceID, now: Double) -> KeyRefusal? {
+    public mutating func admit(_ key: SeriesKey, source: SourceID, group: SourceID? = nil, now: Double) -> KeyRefusal? {
         let fingerprint = key.fingerprint
         if known.contains(fingerprint) { return nil }
         guard known.count < limits.maxKeys else { return .keyLimit }
@@ -104,9 +127,48 @@ public struct KeyAdmission: Sendable {
             if created == nil && createdToday.count >= limits.maxTrackedSources { return .sourceQuota }
             guard (created ?? 0) < limits.maxNewKeysPerSourcePerDay else { return .sourceQuota }
             createdToday[source] = (created ?? 0) + 1
+            if let refusal = capacity(fingerprint, source: source, group: group ?? source, now: now) { return refusal }
         }
         known.insert(fingerprint)
         languagesByModel[model, default: [:]][language, default: 0] += 1
+        return nil
+    }
+}
+
+/// What the capacity rules remember for the current UTC day: new keys per
+/// network group, and which groups asked for keys the untrusted share refused.
+struct CapacityState: Sendable {
+    var day: Int64 = -1
+    var createdByGroup: [SourceID: Int] = [:]
+    /// Key fingerprint → the distinct groups that asked for it today (at most `reserveGroups`).
+    var askedBy: [UInt64: [SourceID]] = [:]
+}
+
+extension KeyAdmission {
+    /// The rules that keep `maxKeys` from being filled for good by untrusted
+    /// networks: a group's (/16, /48) daily share of new keys, and the untrusted
+    /// share of `maxKeys` past which a key needs `reserveGroups` groups asking
+    /// for it the same day. Both tables are bounded by `maxTrackedSources`
+    /// entries and start over at 00:00 UTC.
+    mutating func capacity(_ fingerprint: UInt64, source: SourceID, group: SourceID, now: Double) -> KeyRefusal? {
+        let today = Int64((now / 86_400).rounded(.down))
+        if today != capacityState.day { capacityState = CapacityState(day: today) }
+        let created = capacityState.createdByGroup[group]
+        if created == nil && capacityState.createdByGroup.count >= limits.maxTrackedSources { return .groupQuota }
+        guard (created ?? 0) < limits.maxNewKeysPerGroupPerDay else { return .groupQuota }
+        capacityState.createdByGroup[group] = (created ?? 0) + 1
+        if keyCount < limits.untrustedKeyLimit { return nil }
+        guard keyCount < limits.reserveKeyLimit else { return .keyLimit }
+        var groups = capacityState.askedBy[fingerprint] ?? []
+        if !groups.contains(group) {
+            guard !groups.isEmpty || capacityState.askedBy.count < limits.maxTrackedSources else { return .untrustedShare }
+            groups.append(group)
+        }
+        guard groups.count >= limits.reserveGroups else {
+            capacityState.askedBy[fingerprint] = groups
+            return .untrustedShare
+        }
+        capacityState.askedBy[fingerprint] = nil
         return nil
     }
 }

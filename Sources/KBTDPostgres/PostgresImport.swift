@@ -72,8 +72,9 @@ public struct StoreImport: Sendable {
                 rows.forEach { arrays.append($0.key) }
                 let k = SQLBinds()
                 try await connection.query(k.query("""
-                    INSERT INTO keys(\(PostgresSQL.keyColumns), first_seen, admitted_at)
-                    SELECT u.model, u.os_major, u.language, u.orientation, u.keyboard_type, u.first_seen, NULLIF(u.admitted_at, -1)
+                    INSERT INTO keys(\(PostgresSQL.keyColumns), first_seen, admitted_at, last_seen)
+                    SELECT u.model, u.os_major, u.language, u.orientation, u.keyboard_type, u.first_seen, NULLIF(u.admitted_at, -1),
+                           extract(epoch FROM now())::bigint
                     FROM unnest(\(arrays.unnestArguments(k)), \(k(rows.map { Int($0.firstSeen) }))::bigint[],
                                 \(k(rows.map { $0.admittedAt.map { Int($0) } ?? -1 }))::bigint[])
                         AS u(model, os_major, language, orientation, keyboard_type, first_seen, admitted_at)

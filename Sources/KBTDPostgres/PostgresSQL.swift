@@ -216,9 +216,11 @@ enum PostgresSQL {
         keys.forEach { arrays.append($0) }
         let b = SQLBinds()
         let sql = """
-            INSERT INTO keys(\(keyColumns), first_seen, admitted_at)
-            SELECT u.*, \(b(Int(firstSeen)))::bigint, NULL::bigint FROM unnest(\(arrays.unnestArguments(b))) AS \(keyAlias)
-            ON CONFLICT DO NOTHING
+            INSERT INTO keys(\(keyColumns), first_seen, admitted_at, last_seen)
+            SELECT u.*, \(b(Int(firstSeen)))::bigint, NULL::bigint, \(b(Int(firstSeen)))::bigint
+            FROM unnest(\(arrays.unnestArguments(b))) AS \(keyAlias)
+            ON CONFLICT (\(keyColumns)) DO UPDATE SET last_seen = excluded.last_seen
+            WHERE keys.last_seen / 86400 < excluded.last_seen / 86400
             """
         return b.query(sql)
     }
@@ -248,6 +250,19 @@ enum PostgresSQL {
             SELECT \(keyColumns), COUNT(*)::bigint, bool_or(source = 0) FROM key_sources
             WHERE (\(keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(b))))
             GROUP BY \(keyColumns)
+            """
+        return b.query(sql)
+    }
+
+    /// Moves admitted keys' `last_seen` to `now` where it is from an earlier UTC day.
+    static func touchKeys(_ keys: [SeriesKey], at now: Int64) -> PostgresQuery {
+        var arrays = KeyArrays()
+        keys.forEach { arrays.append($0) }
+        let b = SQLBinds()
+        let sql = """
+            UPDATE keys SET last_seen = \(b(Int(now)))::bigint
+            WHERE (\(keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(b))))
+            AND last_seen / 86400 < \(b(Int(now / 86_400)))::bigint
             """
         return b.query(sql)
     }

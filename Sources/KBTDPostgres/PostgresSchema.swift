@@ -234,6 +234,11 @@ public enum PostgresSchema {
             )
             """,
         ]),
+        Migration(version: 8, name: "index capacity: last seen per key (idle keys age out)", sql: [
+            "ALTER TABLE keys ADD COLUMN last_seen BIGINT NOT NULL DEFAULT 0",
+            "UPDATE keys SET last_seen = first_seen",
+            "CREATE INDEX keys_by_last_seen ON keys(last_seen)",
+        ]),
     ]
 
     static var latestVersion: Int { migrations.last!.version }

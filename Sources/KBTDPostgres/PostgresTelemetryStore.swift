@@ -41,6 +41,9 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
     private let admission: @Sendable () -> IndexAdmission
     /// Fingerprints of keys known to be admitted (a cache: the registry row decides).
     private var admittedKeys: Set<UInt64> = []
+    /// Admitted keys whose `last_seen` this node moved to `touchedDay` (one write a key a day).
+    private var touched: Set<UInt64> = []
+    private var touchedDay: Int64 = -1
 
     /// Opens the store on `database` (migrating it when `migrate`), loading
     /// which keys are admitted. Blocking.
@@ -93,7 +96,19 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
     }
 
     public func commit(_ batches: [PendingBatch]) throws -> CommitResult {
-        let input = CommitInput(batches: batches, admitted: admittedKeys, rules: admission(), node: node)
+        let now = batches.map(\.receivedAt).max() ?? 0
+        if now / 86_400 != touchedDay {
+            touched = []
+            touchedDay = now / 86_400
+        }
+        var touch: [SeriesKey] = []
+        for batch in batches {
+            for key in batch.delta.seriesKeys where admittedKeys.contains(key.fingerprint) && !touched.contains(key.fingerprint) {
+                touch.append(key)
+            }
+        }
+        touch = Array(Set(touch)).sorted(by: SeriesKey.writeOrder)
+        let input = CommitInput(batches: batches, admitted: admittedKeys, rules: admission(), node: node, touch: touch)
         let database = self.database, marks = self.marks
         let outcome = try blocking {
             var attempt = 0
@@ -110,6 +125,7 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
             }
         }
         admittedKeys.formUnion(outcome.admitted)
+        for key in touch { touched.insert(key.fingerprint) }
         return outcome.result
     }
 
@@ -118,6 +134,8 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
         var admitted: Set<UInt64>
         var rules: IndexAdmission
         var node: String
+        /// Admitted keys whose `last_seen` moves today (key order).
+        var touch: [SeriesKey] = []
     }
 
     static func commitTransaction(_ input: CommitInput, database: PostgresDatabase, marks: CommitLogMarks) async throws -> CommitOutcome {
@@ -149,6 +167,7 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
                 }
                 let now = input.batches.map(\.receivedAt).max() ?? 0
                 try await write(added, seenAt: now, connection: connection, logger: logger)
+                if !input.touch.isEmpty { try await connection.query(PostgresSQL.touchKeys(input.touch, at: now), logger: logger) }
                 let (indexed, admitted, newlyAdmitted) = try await admit(added, trusted: trusted, input: input, now: now,
                                                                           connection: connection, logger: logger)
                 try await writeHourlyIngest(input.batches, stored: stored, connection: connection, logger: logger)
@@ -419,6 +438,45 @@ public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
                 if retired < 5000 { return total }
             }
         }
+    }
+
+    /// Deletes keys without trusted data idle since `cutoff`, as the SQLite
+    /// store does. This node's index drops them (the writer's `onForget`);
+    /// other nodes' indexes keep serving them until those nodes restart.
+    public func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {
+        let database = self.database
+        let doomed: [SeriesKey] = try blocking {
+            try await database.withTransaction { connection in
+                var doomed: [SeriesKey] = []
+                let b = SQLBinds()
+                let sql = """
+                    SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
+                    WHERE k.last_seen < \(b(Int(cutoff)))
+                    AND NOT EXISTS (SELECT 1 FROM key_sources s
+                         WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+                         AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type AND s.source = 0)
+                    ORDER BY k.model, k.os_major, k.language, k.orientation, k.keyboard_type
+                    LIMIT \(b(limit))
+                    FOR UPDATE OF k SKIP LOCKED
+                    """
+                for try await row in try await connection.query(b.query(sql), logger: database.logger) {
+                    if let key = try Self.series(row) { doomed.append(key) }
+                }
+                guard !doomed.isEmpty else { return doomed }
+                var arrays = KeyArrays()
+                doomed.forEach { arrays.append($0) }
+                for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
+                              "key_sources", "keys"] {
+                    let d = SQLBinds()
+                    try await connection.query(d.query("""
+                        DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(d))))
+                        """), logger: database.logger)
+                }
+                return doomed
+            }
+        }
+        for key in doomed { admittedKeys.remove(key.fingerprint) }
+        return doomed
     }
 
     /// PostgreSQL manages its own write-ahead log: nothing to checkpoint here.

@@ -73,10 +73,15 @@ public final class GroupCommitWriter: Sendable {
         public var unconfirmedKeyRetention: Double = 0
         /// Seconds a client network's keyed hash is kept after it last reported a key (0: forever).
         public var sourceRetention: Double = 0
+        /// Seconds a key without trusted data is kept after it was last reported (0: forever).
+        public var idleKeyRetention: Double = 0
         /// WAL size past which a truncating checkpoint is tried after commits.
         public var walLimitBytes: Int64 = 64 << 20
         /// Told which keys the pruning deleted.
         public var onForget: @Sendable ([SeriesKey]) -> Void = { _ in }
+        /// Told, after each commit that displaced keys from a full index and
+        /// before its counts are applied, which keys left the index.
+        public var onEvict: @Sendable ([SeriesKey]) -> Void = { _ in }
 
         public init(retention: Double, unconfirmedKeyRetention: Double = 0, sourceRetention: Double = 0,
                     walLimitBytes: Int64 = 64 << 20, onForget: @escaping @Sendable ([SeriesKey]) -> Void = { _ in }) {
@@ -197,6 +202,9 @@ public final class GroupCommitWriter: Sendable {
                 if upkeep.unconfirmedKeyRetention > 0 {
                     pruneKeys(store, before: Int64(now - upkeep.unconfirmedKeyRetention), onForget: upkeep.onForget)
                 }
+                if upkeep.idleKeyRetention > 0 {
+                    pruneIdleKeys(store, before: Int64(now - upkeep.idleKeyRetention), onForget: upkeep.onForget)
+                }
                 // After the keys: an unconfirmed key goes before its sources would retire (equal horizons).
                 if upkeep.sourceRetention > 0 {
                     retireSources(store, before: Int64(now - upkeep.sourceRetention))
@@ -223,7 +231,7 @@ public final class GroupCommitWriter: Sendable {
             if let open = store {
                 // After a failed commit the connection is dropped and reopened:
                 // a file system that went read-only leaves SQLite read-only until then.
-                if !commit(jobs, store: open, onCommit: onCommit) { store = nil }
+                if !commit(jobs, store: open, onEvict: upkeep.onEvict, onCommit: onCommit) { store = nil }
                 let wal = open.checkpointIfLarge(limit: upkeep.walLimitBytes)
                 state.withLock { $0.walBytes = wal }
             } else {
@@ -236,7 +244,8 @@ public final class GroupCommitWriter: Sendable {
     }
 
     /// Commits `jobs` and completes their requests; false when the commit failed.
-    private func commit(_ jobs: [Job], store: any TelemetryStore, onCommit: CommitObserver) -> Bool {
+    private func commit(_ jobs: [Job], store: any TelemetryStore, onEvict: @Sendable ([SeriesKey]) -> Void,
+                        onCommit: CommitObserver) -> Bool {
         let start = ContinuousClock.now
         do {
             let result = try store.commit(jobs.map(\.batch))
@@ -247,6 +256,7 @@ public final class GroupCommitWriter: Sendable {
                 state.storedBatches += stored
                 state.duplicateBatches += jobs.count - stored
             }
+            if !result.evicted.isEmpty { onEvict(result.evicted) }
             onCommit(result.added, jobs.count, Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
             for (job, stored) in zip(jobs, result.stored) {
                 job.continuation.resume(returning: stored ? .stored : .duplicate)
@@ -288,6 +298,22 @@ public final class GroupCommitWriter: Sendable {
         } catch {
             logger.warning("retiring source identifiers failed", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Deletes keys without trusted data that nobody reported since `cutoff`, in slices.
+    private func pruneIdleKeys(_ store: any TelemetryStore, before cutoff: Int64, onForget: ([SeriesKey]) -> Void) {
+        var total = 0
+        do {
+            while true {
+                let removed = try store.pruneIdleKeys(lastSeenBefore: cutoff, limit: 5_000)
+                onForget(removed)
+                total += removed.count
+                if removed.count < 5_000 { break }
+            }
+        } catch {
+            logger.warning("pruning idle keys failed", metadata: ["error": "\(error)"])
+        }
+        if total > 0 { logger.info("forgot \(total) keys without trusted data that nobody reported in idle_key_retention_days") }
     }
 
     private func prune(_ store: any TelemetryStore, before cutoff: Int64) {

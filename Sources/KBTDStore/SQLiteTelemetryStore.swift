@@ -15,8 +15,8 @@ public final class SQLiteTelemetryStore: TelemetryStore {
     public let path: String
     /// When keys join the in-memory index (read by each commit: reloadable).
     private let admission: @Sendable () -> IndexAdmission
-    /// Fingerprints of keys admitted to the index (writer side).
-    private var admittedKeys: Set<UInt64> = []
+    /// Keys admitted to the index and their support (writer side): what a full index keeps.
+    private var indexed = IndexedKeys()
     /// The last UTC day whose commit deleted earlier days' ledger rows.
     private var ledgerDay: Int64 = -1
 
@@ -62,10 +62,11 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             PRAGMA journal_size_limit = \(walLimitBytes);
             """)
         try migrate()
-        try statement("SELECT model, os_major, language, orientation, keyboard_type FROM keys WHERE admitted_at IS NOT NULL")
-            .forEachRow { row in
-                if let key = Self.series(row) { admittedKeys.insert(key.fingerprint) }
+        try statement(Self.indexedSupport).forEachRow { row in
+            if let key = Self.series(row) {
+                indexed.insert(key, support: KeySupport(trusted: row.int(7) != 0, sources: Int(row.int(6)), lastSeenDay: row.int(5) / 86_400))
             }
+        }
     }
 
     /// Refuses another application's SQLite file before anything is written to it.
@@ -185,15 +186,19 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
         """
     /// Remembers up to 8 sources per key: enough to tell one source from several.
-    /// A source already remembered only has its last-seen time moved on (a
-    /// network's keyed hash is kept `source_retention_days` after that time).
+    /// A source already remembered only has its last-seen time moved on (`touchKeySource`;
+    /// a network's keyed hash is kept `source_retention_days` after that time), so a change
+    /// here is a new source of the key (the index's support counts them).
     private static let insertKeySource = """
         INSERT INTO key_sources(model, os_major, language, orientation, keyboard_type, source, seen_at)
         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
         WHERE (SELECT COUNT(*) FROM key_sources WHERE model = ?1 AND os_major = ?2 AND language = ?3
                AND orientation = ?4 AND keyboard_type = ?5 AND source <> ?6) < 8
-        ON CONFLICT DO UPDATE SET seen_at = MAX(COALESCE(key_sources.seen_at, excluded.seen_at),
-                                                COALESCE(excluded.seen_at, key_sources.seen_at))
+        ON CONFLICT DO NOTHING
+        """
+    private static let touchKeySource = """
+        UPDATE key_sources SET seen_at = MAX(COALESCE(seen_at, ?), ?)
+        WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ? AND source = ?
         """
 
     /// A random retired identifier (`SourceID`): negative, odd, never derived from an address.
@@ -218,9 +223,25 @@ public final class SQLiteTelemetryStore: TelemetryStore {
 
     // MARK: TelemetryStore
 
+    /// Registers a key, or moves its `last_seen` to this commit's day (at most one write a key a day).
     private static let registerKey = """
-        INSERT INTO keys(model, os_major, language, orientation, keyboard_type, first_seen, admitted_at)
-        VALUES (?, ?, ?, ?, ?, ?, NULL) ON CONFLICT DO NOTHING
+        INSERT INTO keys(model, os_major, language, orientation, keyboard_type, first_seen, admitted_at, last_seen)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?6)
+        ON CONFLICT DO UPDATE SET last_seen = excluded.last_seen WHERE keys.last_seen / 86400 < excluded.last_seen / 86400
+        """
+    private static let touchKey = "UPDATE keys SET last_seen = ? WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?"
+    private static let evictKey = """
+        UPDATE keys SET admitted_at = NULL
+        WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?
+        """
+    /// Every admitted key with its support: last seen, distinct sources, trusted.
+    private static let indexedSupport = """
+        SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type, k.last_seen,
+               COUNT(s.source), COALESCE(MAX(s.source = 0), 0)
+        FROM keys k LEFT JOIN key_sources s ON s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+            AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type
+        WHERE k.admitted_at IS NOT NULL
+        GROUP BY k.model, k.os_major, k.language, k.orientation, k.keyboard_type
         """
     private static let countKeySources = """
         SELECT COUNT(*), COALESCE(MAX(source = 0), 0) FROM key_sources
@@ -251,12 +272,16 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                 if batch.source == .trusted { trustedKeys.formUnion(batch.delta.seriesKeys) }
             }
             let now = batches.map(\.receivedAt).max() ?? 0
-            try write(added, seenAt: now)
-            let (indexed, admitted) = try admit(added, trusted: trustedKeys, now: now)
+            let newSources = try write(added, seenAt: now)
+            // A failed commit leaves `indexed` ahead of the database: the writer then drops this
+            // store and opens a new one, which reads it again.
+            let outcome = try admit(added, trusted: trustedKeys, newSources: newSources, now: now)
             try writeHourlyIngest(batches, stored: stored)
             try writeLedger(batches, stored: stored)
             try db.execute("COMMIT;")
-            return CommitResult(stored: stored, added: indexed, admitted: admitted)
+            var result = CommitResult(stored: stored, added: outcome.0, admitted: outcome.1)
+            result.evicted = outcome.2
+            return result
         } catch {
             try? db.execute("ROLLBACK;")
             throw error
@@ -265,41 +290,51 @@ public final class SQLiteTelemetryStore: TelemetryStore {
 
     /// Registers the commit's keys and decides which reach the index: keys
     /// already admitted pass their new counts; a key reported by a trusted
-    /// peer or by `minSources` networks is admitted now and passes everything
-    /// stored for it; the rest stay on disk.
-    private func admit(_ added: AggregateDelta, trusted: Set<SeriesKey>, now: Int64) throws -> (AggregateDelta, Int) {
+    /// peer or by `minSources` networks is confirmed, and enters the index
+    /// while it has room, or else in place of the weakest indexed key it has
+    /// more support than (`IndexedKeys.place`; the displaced key is marked not
+    /// admitted, keeps its counts on disk, and is returned to leave the index);
+    /// an admitted key passes everything stored for it; the rest stay on disk.
+    /// `last_seen` moves at most once a key a UTC day.
+    private func admit(_ added: AggregateDelta, trusted: Set<SeriesKey>, newSources: [SeriesKey: (count: Int, trusted: Bool)],
+                       now: Int64) throws -> (AggregateDelta, Int, [SeriesKey]) {
         let rules = admission()
         let register = try statement(Self.registerKey)
+        let day = now / 86_400
         var pass: Set<SeriesKey> = []
-        var newlyAdmitted: [SeriesKey] = []
+        var candidates: [(SeriesKey, KeySupport)] = []
         for key in added.seriesKeys {
             let values = Self.keyValues(key)
             let fingerprint = key.fingerprint
-            if admittedKeys.contains(fingerprint) {
+            if indexed.contains(fingerprint) {
                 pass.insert(key)
+                let new = newSources[key]
+                if indexed.report(fingerprint, newSources: new?.count ?? 0, trusted: trusted.contains(key) || new?.trusted == true, day: day) {
+                    try statement(Self.touchKey).run([.int(now)] + values)
+                }
                 continue
             }
             try register.run(values + [.int(now)])
             var sources: Int64 = 0
-            var hasTrusted = trusted.contains(key)
-            if !hasTrusted {
-                try statement(Self.countKeySources).forEachRow(values) { row in
-                    sources = row.int(0)
-                    hasTrusted = row.int(1) != 0
-                }
+            var hasTrusted = false
+            try statement(Self.countKeySources).forEachRow(values) { row in
+                sources = row.int(0)
+                hasTrusted = row.int(1) != 0
             }
-            guard hasTrusted || sources >= Int64(rules.minSources), admittedKeys.count < rules.maxIndexedKeys else { continue }
-            try statement(Self.admitKey).run([.int(now)] + values)
-            admittedKeys.insert(fingerprint)
-            newlyAdmitted.append(key)
+            hasTrusted = hasTrusted || trusted.contains(key)
+            guard hasTrusted || sources >= Int64(rules.minSources) else { continue }
+            candidates.append((key, KeySupport(trusted: hasTrusted, sources: Int(sources), lastSeenDay: day)))
         }
-        var indexed = added.filter { pass.contains($0) }
+        let (newlyAdmitted, evicted) = indexed.place(candidates, capacity: rules.maxIndexedKeys)
+        for key in evicted { try statement(Self.evictKey).run(Self.keyValues(key)) }
+        for key in newlyAdmitted { try statement(Self.admitKey).run([.int(now)] + Self.keyValues(key)) }
+        var delta = added.filter { pass.contains($0) }
         // Screens are counted per model, not per key: the index takes each commit's as they come.
-        indexed.screens = added.screens
+        delta.screens = added.screens
         for key in newlyAdmitted {
-            indexed.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
+            delta.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
         }
-        return (indexed, newlyAdmitted.count)
+        return (delta, newlyAdmitted.count, evicted)
     }
 
     private static let upsertLedger = """
@@ -363,8 +398,11 @@ public final class SQLiteTelemetryStore: TelemetryStore {
         }
     }
 
-    /// Upserts every count of `delta`; `seenAt` (Unix seconds) is when its client networks reported their keys.
-    func write(_ delta: AggregateDelta, seenAt: Int64) throws(SQLiteError) {
+    /// Upserts every count of `delta`; `seenAt` (Unix seconds) is when its client networks reported
+    /// their keys. Returns, per key, the sources `key_sources` took in (new distinct sources, and
+    /// whether one is a trusted peer).
+    @discardableResult
+    func write(_ delta: AggregateDelta, seenAt: Int64) throws(SQLiteError) -> [SeriesKey: (count: Int, trusted: Bool)] {
         let heights = try statement(Self.upsertHeightCounts)
         for (key, count) in delta.heights {
             try heights.run(Self.keyValues(key.series) + [.text(key.placement.rawValue), .double(HeightBin.points(key.halfPoints)), .int(count)])
@@ -388,10 +426,18 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             try votes.run(Self.keyValues(key.series) + [.double(HeightBin.points(key.halfPoints)), .int(count)])
         }
         let sources = try statement(Self.insertKeySource)
+        let touch = try statement(Self.touchKeySource)
+        var newSources: [SeriesKey: (count: Int, trusted: Bool)] = [:]
         for (series, ids) in delta.sources {
             for id in ids {
                 // Only a network's keyed hash has a last-seen time: trusted and retired rows never expire.
                 try sources.run(Self.keyValues(series) + [.int(Int64(bitPattern: id.value)), id.isNetworkHash ? .int(seenAt) : .null])
+                if db.changes == 1 {
+                    newSources[series, default: (0, false)].count += 1
+                    if id == .trusted { newSources[series, default: (0, false)].trusted = true }
+                } else if id.isNetworkHash {
+                    try touch.run([.int(seenAt), .int(seenAt)] + Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
+                }
             }
         }
         if !delta.screens.isEmpty {
@@ -400,6 +446,7 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                 try screens.run([.text(key.model), .text(key.screen.description), .int(count)])
             }
         }
+        return newSources
     }
 
     public func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {
@@ -439,6 +486,35 @@ public final class SQLiteTelemetryStore: TelemetryStore {
             WHERE source > 0 AND COALESCE(seen_at, 0) < ?
             """).run([.int(cutoff)])
         return db.changes
+    }
+
+    public func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {
+        try db.execute("BEGIN IMMEDIATE;")
+        do {
+            var doomed: [SeriesKey] = []
+            let idle = """
+                SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
+                WHERE k.last_seen < ?
+                AND NOT EXISTS (SELECT 1 FROM key_sources s
+                     WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+                     AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type AND s.source = 0)
+                LIMIT ?
+                """
+            try statement(idle).forEachRow([.int(cutoff), .int(Int64(limit))]) { row in
+                if let key = Self.series(row) { doomed.append(key) }
+            }
+            for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
+                          "key_sources", "keys"] {
+                let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
+                for key in doomed { try delete.run(Self.keyValues(key)) }
+            }
+            try db.execute("COMMIT;")
+            for key in doomed { indexed.remove(key) }
+            return doomed
+        } catch {
+            try? db.execute("ROLLBACK;")
+            throw error
+        }
     }
 
     public func checkpointIfLarge(limit: Int64) -> Int64 {

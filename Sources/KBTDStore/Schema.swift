@@ -169,6 +169,13 @@ enum Schema {
                 PRIMARY KEY (day, source)
             ) WITHOUT ROWID;
             """),
+        Migration(version: 8, name: "index capacity: last seen per key (idle keys age out)", sql: """
+            -- Unix seconds of the last commit that reported the key, written at most once a
+            -- UTC day per key; untrusted keys idle past idle_key_retention_days are deleted.
+            ALTER TABLE keys ADD COLUMN last_seen INTEGER NOT NULL DEFAULT 0;
+            UPDATE keys SET last_seen = first_seen;
+            CREATE INDEX keys_by_last_seen ON keys(last_seen);
+            """),
     ]
 
     /// `PRAGMA application_id` of a kbtd database ("kbtd" in ASCII): tells

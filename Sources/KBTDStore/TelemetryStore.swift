@@ -44,13 +44,17 @@ public struct CommitResult: Sendable {
     public var added: AggregateDelta
     /// Keys this commit admitted to the index.
     public var admitted: Int = 0
+    /// Keys this commit displaced from a full index (stored still, no longer
+    /// admitted): the in-memory index must drop them.
+    public var evicted: [SeriesKey] = []
 }
 
 /// When a key joins the in-memory index (the rest stay on disk only).
 public struct IndexAdmission: Sendable, Equatable {
     /// Distinct untrusted networks that must report a key (a trusted peer suffices alone).
     public var minSources = 3
-    /// Most keys the index holds; past it new keys stay on disk until restart frees room.
+    /// Most keys the index holds; past it a confirmed key enters only in place
+    /// of an indexed key with less support (`KeySupport`), else stays on disk.
     public var maxIndexedKeys = 50_000
 
     public init(minSources: Int = 3, maxIndexedKeys: Int = 50_000) {
@@ -78,6 +82,10 @@ public protocol TelemetryStore: AnyObject {
     /// seconds): each becomes a random identifier, so its key keeps its count of
     /// sources while nothing derived from an address stays; returns how many.
     func retireSources(seenBefore cutoff: Int64) throws -> Int
+    /// Deletes keys without trusted data that no commit reported since
+    /// `cutoff` (`last_seen`, Unix seconds), admitted or not, with all their
+    /// counts, at most `limit` a call; returns them (the index must drop them).
+    func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey]
     /// Bytes in the write-ahead log; runs a truncating checkpoint first when it grew past `limit`.
     func checkpointIfLarge(limit: Int64) -> Int64
     /// The abuse budgets spent on UTC day `day` (the vote ledger and new-key quotas).

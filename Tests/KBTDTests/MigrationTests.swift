@@ -55,4 +55,40 @@ struct MigrationTests {
             .forEachRow { versions.append(Int($0.int(0))) }
         #expect(versions == Array(1...Schema.latestVersion))
     }
+
+    /// Migration 6 ("index capacity"): a version-5 database's keys get `last_seen` from `first_seen`,
+    /// its admitted keys load into the index's support, and a commit moves `last_seen` once a day.
+    @Test func aVersion5DatabaseGetsLastSeenFromFirstSeen() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("v5.sqlite").path
+        do {
+            let db = try SQLiteConnection(path: path, mode: .readWrite)
+            try db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);")
+            for migration in Schema.migrations where migration.version <= 5 {
+                try db.execute(migration.sql)
+                try db.execute("INSERT INTO schema_migrations VALUES (\(migration.version), '\(migration.name)', 0);")
+            }
+            try db.execute("""
+                INSERT INTO keys VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 86400, 86400);
+                INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 7);
+                INSERT INTO keys VALUES ('Idle1,1', 26, 'en-US', 'portrait', 'default', 172800, NULL);
+                """)
+        }
+        let store = try SQLiteTelemetryStore(path: path)
+        var lastSeen: [String: Int64] = [:]
+        func read() throws {
+            try SQLiteConnection(path: path, mode: .readOnly).prepare("SELECT model, last_seen FROM keys")
+                .forEachRow { lastSeen[$0.text(0)] = $0.int(1) }
+        }
+        try read()
+        #expect(lastSeen == ["iPhone17,1": 86400, "Idle1,1": 172800])
+        _ = try store.commit([pendingBatch("b1", receivedAt: 10 * 86_400 + 5, source: SourceID(network: "10.1.0.1"))])
+        _ = try store.commit([pendingBatch("b2", receivedAt: 10 * 86_400 + 50, source: SourceID(network: "10.2.0.1"))])
+        try read()
+        let moved: Int64 = 10 * 86_400 + 5
+        #expect(lastSeen["iPhone17,1"] == moved, "moved by the day's first commit only: \(lastSeen)")
+        #expect(try store.pruneIdleKeys(lastSeenBefore: 5 * 86_400, limit: 10).map(\.model) == ["Idle1,1"])
+        #expect(try store.integrityCheck() == "ok")
+    }
 }

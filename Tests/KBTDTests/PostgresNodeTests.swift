@@ -1,6 +1,6 @@
 import Foundation
 import KBTDCore
-import KBTDPostgres
+@testable import KBTDPostgres
 import KBTDStore
 import Logging
 import Testing
@@ -31,7 +31,7 @@ struct PostgresNodeTests {
         let postgres = try TestPostgres()
         let nodes = [Self.node(postgres), Self.node(postgres, url: postgres.socketURL)]
         try Self.startTogether(nodes)
-        #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM schema_migrations") == "7")
+        #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM schema_migrations") == "\(PostgresSchema.latestVersion)")
 
         // Each batch goes to one node, its retry to the other.
         var bodies: [[UInt8]] = []

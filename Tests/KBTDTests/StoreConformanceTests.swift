@@ -114,6 +114,30 @@ struct StoreConformanceTests {
         #expect(counts.heights.values.reduce(0, +) == 6)  // every third sample is a hide: no height
     }
 
+    /// Keys without trusted data nobody reported since the cutoff go, admitted or not; a key
+    /// reported later (admitted: `last_seen` moved by the commit; not admitted: by its registration) stays.
+    @Test(arguments: StoreKind.available)
+    func idleUntrustedKeysAgeOut(kind: StoreKind) throws {
+        let subject = try StoreUnderTest(kind)
+        let store = try subject.open()
+        let day: Int64 = 86_400
+        var first: [PendingBatch] = [pendingBatch("t", receivedAt: 100 * day, model: "Trusted1,1"),
+                                     pendingBatch("l1", receivedAt: 100 * day, model: "Lonely1,1", source: SourceID(network: "10.9.0.1"))]
+        for network in 1...3 {
+            let source = SourceID(network: "10.\(network).0.1")
+            first.append(pendingBatch("j\(network)", receivedAt: 100 * day, model: "Junk1,1", source: source))
+            first.append(pendingBatch("a\(network)", receivedAt: 100 * day, model: "Alive1,1", source: source))
+        }
+        #expect(try store.commit(first).admitted == 3)
+        _ = try store.commit([pendingBatch("a9", receivedAt: 140 * day, model: "Alive1,1", source: SourceID(network: "10.9.0.1")),
+                              pendingBatch("l2", receivedAt: 140 * day, model: "Lonely1,1", source: SourceID(network: "10.9.0.2"))])
+        #expect(try store.pruneIdleKeys(lastSeenBefore: 130 * day, limit: 100).map(\.model) == ["Junk1,1"])
+        var models: Set<String> = []
+        try subject.open().forEachKey { models.insert($0.model) }
+        #expect(models == ["Trusted1,1", "Alive1,1", "Lonely1,1"])
+        #expect(Set(try subject.open().loadIndexCounts().seriesKeys.map(\.model)) == ["Trusted1,1", "Alive1,1"])
+    }
+
     @Test(arguments: StoreKind.available)
     func countsSurviveReopeningAndReadBackExactly(kind: StoreKind) throws {
         let subject = try StoreUnderTest(kind)

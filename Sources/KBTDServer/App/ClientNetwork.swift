@@ -18,17 +18,22 @@ enum ClientNetwork {
         }
     }
 
-    /// The network group of `address`, the unit budgets shared by neighbouring networks count
-    /// in (the vote ledger's group shares): an IPv4 /16, an IPv6 /48, `unix` or `unknown`.
-    /// One operator easily holds many addresses of one /16 or many /64s of one /48.
+    /// The group of networks one operator is likely to hold many of: an IPv4
+    /// /16 (`a.b.0.0/16`), an IPv6 /48 (65,536 /64s), `unix` or `unknown`.
+    /// The key capacity rules bound what one group may create per day, and the vote
+    /// ledger what one group may open.
     static func group(of address: SocketAddress?) -> String {
         let network = of(address)
-        if network.hasSuffix("::/64") {
-            return network.split(separator: ":").prefix(3).joined(separator: ":") + "::/48"
+        switch address {
+        case .v4?, .v6?:
+            if network.hasSuffix("::/64") {
+                return network.split(separator: ":").prefix(3).joined(separator: ":") + "::/48"
+            }
+            let octets = network.split(separator: ".")
+            guard octets.count == 4 else { return network }
+            return "\(octets[0]).\(octets[1]).0.0/16"
+        default: return network
         }
-        let octets = network.split(separator: ".")
-        guard octets.count == 4 else { return network }
-        return "\(octets[0]).\(octets[1]).0.0/16"
     }
 
     /// The first four hextets of an IPv6 address, expanding `::`.

@@ -63,7 +63,7 @@ public final class KBTDApp: Sendable {
         } else {
             openStore = { try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission) }
         }
-        let keyGate = KeyGate(limits: initial.keys)
+        let keyGate = KeyGate(limits: initial.keyLimits)
         var index = HeightIndex()
         // The day's abuse budgets as the store kept them: a restart hands no network a fresh day.
         let today = SourcePolicy.day(of: Date().timeIntervalSince1970)
@@ -95,12 +95,17 @@ public final class KBTDApp: Sendable {
 
         let heights = LiveHeights(index: index, settings: initial.estimator, cacheLimitBytes: initial.answerCacheBytes)
         let metrics = ServerMetrics()
-        let upkeep = GroupCommitWriter.Upkeep(
+        var upkeep = GroupCommitWriter.Upkeep(
             retention: initial.batchRetentionDays * 86_400,
             unconfirmedKeyRetention: initial.unconfirmedKeyRetentionDays * 86_400,
             sourceRetention: initial.sourceRetentionDays * 86_400,
             walLimitBytes: initial.maxWALBytes,
-            onForget: { keyGate.forget($0) })
+            onForget: { keys in
+                keyGate.forget(keys)
+                heights.remove(keys)
+            })
+        upkeep.idleKeyRetention = initial.idleKeyRetentionDays * 86_400
+        upkeep.onEvict = { heights.remove($0) }
         let writer = GroupCommitWriter(
             openStore: openStore, capacity: initial.limits.writeQueueCapacity, maxBatchesPerCommit: initial.limits.maxBatchesPerCommit,
             upkeep: upkeep, logger: logger
@@ -208,7 +213,7 @@ public final class KBTDApp: Sendable {
         rateLimiter.update(next.limits)
         sourceWeights.update(maxVotesPerSource: next.maxVotesPerSource, maxEntriesPerSource: next.maxVoteEntriesPerSource)
         connections.setLimits(maximum: next.limits.maxConnections, perClient: next.limits.maxConnectionsPerClient)
-        keyGate.update(next.keys)
+        keyGate.update(next.keyLimits)
     }
 
     /// Stops taking batches and commits everything queued. The writer's

@@ -54,6 +54,14 @@ final class LiveHeights: Sendable {
         invalidate()
     }
 
+    /// Takes keys out of the index (displaced by keys with more support, or
+    /// deleted from the store); keys it does not hold are ignored.
+    func remove(_ keys: [SeriesKey]) {
+        guard !keys.isEmpty else { return }
+        model.withLock { $0.index.remove(keys) }
+        invalidate()
+    }
+
     func update(settings: EstimatorSettings) {
         let changed = model.withLock { model -> Bool in
             guard model.estimator.settings != settings else { return false }

@@ -38,7 +38,9 @@ final class KeyGate: Sendable {
     /// Removes the samples whose key may not be created from `batch`, adding
     /// each to its `rejected` list with field `key`; returns the refusals by kind
     /// and how many new keys the batch created (counted in an untrusted source's quota).
-    func screen(_ batch: inout ValidatedBatch, source: SourceID, now: Double) -> (refusals: [KeyRefusal: Int], created: Int) {
+    /// `group` is the source's network group (`ClientNetwork.group`), which the capacity rules count by.
+    func screen(_ batch: inout ValidatedBatch, source: SourceID, group: SourceID? = nil, now: Double)
+        -> (refusals: [KeyRefusal: Int], created: Int) {
         var refusals: [KeyRefusal: Int] = [:]
         var created = 0
         admission.withLock { admission in
@@ -64,7 +66,7 @@ final class KeyGate: Sendable {
                 if let known = decisions[key] {
                     decision = known
                 } else {
-                    decision = admission.admit(key, source: source, now: now)
+                    decision = admission.admit(key, source: source, group: group, now: now)
                     decisions[key] = decision
                 }
                 if let refusal = decision {

@@ -36,7 +36,8 @@ struct IngestRoute: Sendable {
             return JSONResponse.invalid(error, "invalid batch")
         }
         let source = sourceWeights.source(of: context, trusted: current.trustedPeers)
-        let (refusals, created) = keyGate.screen(&batch, source: source, now: now)
+        let group = sourceWeights.group(of: context)
+        let (refusals, created) = keyGate.screen(&batch, source: source, group: group, now: now)
         for (refusal, count) in refusals {
             metrics.keysRefused(refusal, count: count)
         }
@@ -48,7 +49,7 @@ struct IngestRoute: Sendable {
             pending.source = source
             if source != .trusted {
                 pending.newKeys = created
-                pending.ledger = sourceWeights.weigh(&pending.delta, source: source, group: sourceWeights.group(of: context),
+                pending.ledger = sourceWeights.weigh(&pending.delta, source: source, group: group,
                                                      screen: batch.device.screen, now: now)
             }
             outcome = try await writer.submit(pending)

@@ -64,6 +64,12 @@ public struct ServerSettings: Sendable, Equatable {
     public var maxVoteEntriesPerSource = 20_000
     /// Caps on the aggregation keys clients can create.
     public var keys = KeyLimits()
+    /// `keys` with the reserve's groups set from the estimator's `min_sources`.
+    var keyLimits: KeyLimits {
+        var limits = keys
+        limits.reserveGroups = estimator.minSources
+        return limits
+    }
     /// Most keys the in-memory index holds (about 1.7 KB each, at most about 4 KB when every histogram is full).
     public var maxIndexedKeys = 50_000
     /// Days a key no trusted peer and fewer than `min_sources` networks reported is kept (0: forever).
@@ -76,6 +82,8 @@ public struct ServerSettings: Sendable, Equatable {
     public var sourceKeyFile: String?
     /// The key itself, from `KBTD_SOURCE_KEY` (not a config-file setting: the key stays out of config files).
     public var sourceKey: SourceKey?
+    /// Days a key without trusted data is kept after it was last reported, in the index or not (0: forever).
+    public var idleKeyRetentionDays = 60.0
     /// Permissions of the Unix socket.
     public var unixSocketMode: UInt32 = 0o660
     /// Permissions of a database file kbtd creates (its WAL and shared-memory files follow).

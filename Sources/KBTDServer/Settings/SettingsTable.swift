@@ -102,6 +102,12 @@ extension Setting {
                 reloadable: false, 1...3650, \.sourceRetentionDays),
         .optionalText("source_key_file", "File with the secret client networks are hashed under (empty: source.key beside the database).",
                       reloadable: false, \.sourceKeyFile),
+        .double("idle_key_retention_days", "Days a key without trusted data is kept after it was last reported (0: forever).",
+                reloadable: false, 0...3650, \.idleKeyRetentionDays),
+        .int("max_new_keys_per_group_per_day", "New keys the untrusted networks of one IPv4 /16 or IPv6 /48 may create per UTC day.",
+             reloadable: true, 0...100_000_000, \.keys.maxNewKeysPerGroupPerDay),
+        .int("untrusted_key_share", "Percent of max_keys untrusted networks may fill on their own.", reloadable: true, 0...100,
+             \.keys.untrustedKeyShare),
         .fileMode("unix_socket_mode", "Permissions of the Unix socket (octal).", reloadable: false, \.unixSocketMode),
         .fileMode("database_mode", "Permissions of a database file kbtd creates (octal).", reloadable: false, \.databaseMode),
         Setting("max_wal_bytes", "Bytes the write-ahead log is truncated back to.", reloadable: false, parse: { text, settings in

@@ -41,9 +41,11 @@ struct HourlyIngestTests {
             let store = try SQLiteTelemetryStore(path: path)
             _ = try store.commit([Self.batch("a", at: hour + 1, accepted: 3, rejected: 2), Self.batch("b", at: hour + 3601, accepted: 5)])
         }
-        // Back to the schema before the hourly step (version 5): no table of it or after it, no record of them.
+        // Back to the schema before the hourly step (version 5): no table of it or after it, no record of them
+        // (6: key_sources.seen_at; 7: the ledger; 8: keys.last_seen).
         #expect(try sqlite3(path, """
             DROP TABLE hourly_ingest; ALTER TABLE key_sources DROP COLUMN seen_at; DROP TABLE vote_ledger; DROP TABLE key_quota;
+            DROP INDEX keys_by_last_seen; ALTER TABLE keys DROP COLUMN last_seen;
             DELETE FROM schema_migrations WHERE version >= 5;
             """) == 0)
         #expect(try SQLiteTelemetryStore(path: path, access: .readOnly).hourlyIngest(since: 0).isEmpty, "read-only: not migrated")

@@ -1,0 +1,116 @@
+import KBTDCore
+
+/// How much a key's data is backed, which decides what a full index keeps:
+/// trusted data first, then more distinct sources (`key_sources`, at most 8),
+/// then the more recent UTC day it was last reported.
+public struct KeySupport: Sendable, Comparable, CustomStringConvertible {
+    public var trusted: Bool
+    public var sources: Int
+    /// `last_seen` in whole UTC days.
+    public var lastSeenDay: Int64
+
+    public init(trusted: Bool, sources: Int, lastSeenDay: Int64) {
+        self.trusted = trusted
+        self.sources = sources
+        self.lastSeenDay = lastSeenDay
+    }
+
+    public static func < (a: KeySupport, b: KeySupport) -> Bool {
+        if a.trusted != b.trusted { return !a.trusted }
+        if a.sources != b.sources { return a.sources < b.sources }
+        return a.lastSeenDay < b.lastSeenDay
+    }
+
+    public var description: String { "\(trusted ? "trusted, " : "")\(sources) sources, day \(lastSeenDay)" }
+}
+
+/// The keys in the in-memory index and their support, kept by a store's
+/// writer: it decides which confirmed keys enter a full index and which
+/// indexed keys they displace. A key displaces only a weaker one (so keys
+/// with trusted data are never displaced by keys without), and the displaced
+/// key stays stored and may come back once it is the stronger.
+///
+/// About 100 bytes a key plus its strings; finding the weakest keys is one
+/// pass over them, done only when a candidate beats the weakest support seen
+/// (`floor`), so a commit whose candidates cannot get in costs nothing.
+public struct IndexedKeys: Sendable {
+    public struct Entry: Sendable {
+        public var key: SeriesKey
+        public var support: KeySupport
+    }
+
+    private var entries: [UInt64: Entry] = [:]
+    /// At most the weakest support in the index (exact after each scan; supports only grow in between).
+    private var floor: KeySupport?
+
+    public init() {}
+
+    public var count: Int { entries.count }
+
+    public func contains(_ fingerprint: UInt64) -> Bool { entries[fingerprint] != nil }
+
+    public mutating func insert(_ key: SeriesKey, support: KeySupport) {
+        entries[key.fingerprint] = Entry(key: key, support: support)
+        if let low = floor, support < low { floor = support }
+    }
+
+    @discardableResult
+    public mutating func remove(_ key: SeriesKey) -> Bool {
+        guard entries.removeValue(forKey: key.fingerprint) != nil else { return false }
+        return true
+    }
+
+    /// Records a commit's report of an indexed key: new sources, trusted data,
+    /// the day. Returns true when the day changed (the caller writes `last_seen`).
+    public mutating func report(_ fingerprint: UInt64, newSources: Int, trusted: Bool, day: Int64) -> Bool {
+        guard var entry = entries[fingerprint] else { return false }
+        entry.support.sources = min(8, entry.support.sources + newSources)
+        entry.support.trusted = entry.support.trusted || trusted
+        let moved = entry.support.lastSeenDay < day
+        if moved { entry.support.lastSeenDay = day }
+        entries[fingerprint] = entry
+        return moved
+    }
+
+    /// Places confirmed `candidates` (keys not in the index) with `capacity`
+    /// keys at most: while there is room they enter, strongest first; past it
+    /// each remaining candidate, strongest first, displaces the weakest
+    /// indexed key it is stronger than. Returns the keys that entered and the
+    /// keys they displaced (both already applied here).
+    public mutating func place(_ candidates: [(SeriesKey, KeySupport)], capacity: Int)
+        -> (admitted: [SeriesKey], evicted: [SeriesKey]) {
+        guard !candidates.isEmpty else { return ([], []) }
+        let ordered = candidates.sorted { $0.1 > $1.1 }
+        var admitted: [SeriesKey] = []
+        var evicted: [SeriesKey] = []
+        var room = max(0, capacity - entries.count)
+        var waiting: [(SeriesKey, KeySupport)] = []
+        for candidate in ordered {
+            if room > 0 {
+                room -= 1
+                admitted.append(candidate.0)
+                insert(candidate.0, support: candidate.1)
+            } else {
+                waiting.append(candidate)
+            }
+        }
+        if let strongest = waiting.first?.1, entries.count >= capacity, floor.map({ strongest > $0 }) ?? true {
+            // The weakest indexed keys weaker than the strongest candidate, weakest first.
+            let weaker = entries.values.filter { $0.support < strongest }.sorted { $0.support < $1.support }
+            var next = 0
+            for candidate in waiting {
+                guard next < weaker.count, candidate.1 > weaker[next].support else { break }
+                entries[weaker[next].key.fingerprint] = nil
+                evicted.append(weaker[next].key)
+                entries[candidate.0.fingerprint] = Entry(key: candidate.0, support: candidate.1)
+                admitted.append(candidate.0)
+                next += 1
+            }
+            // Exact again: the weakest kept of those scanned, or of the whole index, and what entered.
+            var low = next < weaker.count ? weaker[next].support : entries.values.lazy.map(\.support).min()
+            for candidate in waiting.prefix(next) where low.map({ candidate.1 < $0 }) ?? true { low = candidate.1 }
+            floor = low
+        }
+        return (admitted, evicted)
+    }
+}

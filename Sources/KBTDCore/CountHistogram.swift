@@ -32,9 +32,11 @@ public struct CountHistogram: Sendable {
         for (bin, count) in counts { add(bin, count) }
     }
 
-    /// A histogram holding exactly these sorted entries and total (for tests and references).
-    init(entries: [Entry], total: Int64) {
+    /// A histogram holding exactly these sorted entries and total (for tests and references),
+    /// and the bin that keeps its tie (see `merge(_:limit:keepingTies:)`).
+    init(entries: [Entry], total: Int64, incumbent: Int? = nil) {
         store(entries, total: total)
+        if let incumbent, let small = Int32(exactly: incumbent) { self.incumbent = small }
     }
 
     /// The bins and counts, ascending by bin.
@@ -113,9 +115,15 @@ public struct CountHistogram: Sendable {
     /// `total` counts it. Real keys have one to three bins; the limit keeps a
     /// client that sprays every height from growing the index without bound,
     /// while the mode (what is served) survives.
-    public mutating func merge(_ other: CountHistogram, limit: Int) {
+    ///
+    /// `keepingTies`: the index's own merge of a commit (`HeightIndex.apply`): the mode before it
+    /// keeps a tie the merge makes. Any other merge (levels summed for a question, a rebuilt
+    /// level) has no history to keep: its ties go to the larger bin.
+    public mutating func merge(_ other: CountHistogram, limit: Int, keepingTies: Bool = false) {
         let before = mode
-        defer { settle(before) }
+        defer {
+            if keepingTies { settle(before) } else { incumbent = Self.noBin }
+        }
         other.forEachEntry { bin, count in
             if binCount < limit || contains(bin) {
                 add(bin, count)
@@ -178,6 +186,11 @@ public struct CountHistogram: Sendable {
         }
         return spilled.last?.bin
     }
+}
+
+extension CountHistogram {
+    /// The bin that keeps a tie at the top (references and tests).
+    var incumbentBin: Int? { incumbent == Self.noBin ? nil : Int(incumbent) }
 }
 
 extension CountHistogram: Equatable {

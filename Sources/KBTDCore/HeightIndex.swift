@@ -65,10 +65,10 @@ public struct HeightIndex: Sendable {
             let seriesSlot: UInt32
             if let slot = seriesSlots[seriesKey] {
                 seriesSlot = slot
-                slots[Int(slot)].merge(stats)
+                slots[Int(slot)].merge(stats, keepingTies: true)
             } else {
                 seriesSlot = Self.newSlot(LevelStats(), in: &slots)
-                slots[Int(seriesSlot)].merge(stats)
+                slots[Int(seriesSlot)].merge(stats, keepingTies: true)
                 seriesSlots[seriesKey] = seriesSlot
             }
             let modelLanguage = PackedLevelKey(model: model, language: language, kind: kind)
@@ -103,11 +103,11 @@ public struct HeightIndex: Sendable {
             return true
         }
         if !entry.shared {
-            slots[Int(entry.slot)].merge(stats)
+            slots[Int(entry.slot)].merge(stats, keepingTies: true)
         } else if entry.slot != seriesSlot {
             // A second exact key feeds this level: from now on it holds its own stats.
             var own = slots[Int(entry.slot)]
-            own.merge(stats)
+            own.merge(stats, keepingTies: true)
             level[key] = LevelSlot(slot: newSlot(own, in: &slots), shared: false)
         }
         return false

@@ -73,15 +73,16 @@ public struct LevelStats: Sendable, Equatable {
         return animationList
     }
 
-    mutating func merge(_ other: LevelStats) {
-        heights.merge(other.heights, limit: Self.binLimit)
-        votes.merge(other.votes, limit: Self.binLimit)
+    /// `keepingTies`: the index applying a commit (see `CountHistogram.merge(_:limit:keepingTies:)`).
+    mutating func merge(_ other: LevelStats, keepingTies: Bool = false) {
+        heights.merge(other.heights, limit: Self.binLimit, keepingTies: keepingTies)
+        votes.merge(other.votes, limit: Self.binLimit, keepingTies: keepingTies)
         if other.sourceCount == 1 {
             addSource(other.firstSource)
         } else if other.sourceCount > 1 {
             addSources(Set(other.sources))
         }
-        safeAreas.merge(other.safeAreas, limit: Self.binLimit)
+        safeAreas.merge(other.safeAreas, limit: Self.binLimit, keepingTies: keepingTies)
         if let sole = other.soleAnimation.value {
             addShowAnimation(sole.bin, sole.count)
         } else {

@@ -224,15 +224,18 @@ struct ManyClientsTests {
 
     @Test func aTieInOneMergeGoesToTheTallerBinAndAnIncumbentKeepsItsTie() {
         var histogram = CountHistogram()
-        histogram.merge(CountHistogram([692: 15, 720: 15]), limit: 8)
+        histogram.merge(CountHistogram([692: 15, 720: 15]), limit: 8, keepingTies: true)
         #expect(histogram.mode == 720, "no earlier mode: the taller bin")
         var served = CountHistogram()
-        served.merge(CountHistogram([692: 15]), limit: 8)
-        served.merge(CountHistogram([720: 15]), limit: 8)
+        served.merge(CountHistogram([692: 15]), limit: 8, keepingTies: true)
+        served.merge(CountHistogram([720: 15]), limit: 8, keepingTies: true)
         #expect(served.mode == 692)
-        served.merge(CountHistogram([600: 15]), limit: 8)
+        served.merge(CountHistogram([600: 15]), limit: 8, keepingTies: true)
         #expect(served.mode == 692, "still tied at the top: the incumbent keeps it")
-        served.merge(CountHistogram([600: 1]), limit: 8)
+        var summed = served
+        summed.merge(CountHistogram([500: 1]), limit: 8)
+        #expect(summed.mode == 720, "levels summed for a question keep no history: the taller bin")
+        served.merge(CountHistogram([600: 1]), limit: 8, keepingTies: true)
         #expect(served.mode == 600)
         #expect(served == CountHistogram([692: 15, 720: 15, 600: 16]), "equality is content only")
     }

@@ -111,13 +111,14 @@ struct DashboardScaleTests {
                 SELECT i, printf('iPhone%d,%d', 20 + i % 250, 1 + i / 250 % 4) AS model, 26 AS os_major,
                     printf('x%03d-ZZ', i / 1000) AS language, 'portrait' AS orientation, 'default' AS keyboard_type,
                     1 + i % 5 AS n FROM n ORDER BY model, language;
-            INSERT INTO keys SELECT \(keyColumns), unixepoch(), CASE WHEN i % 10 = 0 THEN unixepoch() END FROM k;
+            INSERT INTO keys(\(keyColumns), first_seen, admitted_at, last_seen)
+                SELECT \(keyColumns), unixepoch(), CASE WHEN i % 10 = 0 THEN unixepoch() END, unixepoch() FROM k;
             INSERT INTO height_counts SELECT \(keyColumns), 'docked', 300.0 + (i % 40) * 0.5, n FROM k;
             INSERT INTO height_votes SELECT \(keyColumns), 300.0 + (i % 40) * 0.5, n FROM k;
             INSERT INTO animation_counts SELECT \(keyColumns), 'show', 250, 7, n FROM k;
             INSERT INTO cold_start_counts SELECT \(keyColumns), i % 2, 300 + i % 50, 500.0, n FROM k;
             INSERT INTO safe_area_counts SELECT \(keyColumns), 34.0, n FROM k;
-            INSERT INTO key_sources SELECT \(keyColumns), i + 1 FROM k;
+            INSERT INTO key_sources(\(keyColumns), source, seen_at) SELECT \(keyColumns), i + 1, unixepoch() FROM k;
             COMMIT;
             """)
         #expect(status == 0)

@@ -6,7 +6,9 @@
 // compact `HeightIndex` against, answer by answer. One change, made in both:
 // a delta's keys are merged in key order, not in a dictionary's iteration
 // order (which differs between two dictionaries with the same keys, so past a
-// level's caps the old index's answers depended on it).
+// level's caps the old index's answers depended on it). A second, also made in
+// both: a merge that brings another bin level with the mode leaves the mode
+// where it was (the incumbent keeps its tie).
 
 /// Counts per integer bin (half points for heights, log buckets for latency,
 /// milliseconds for durations), with the mode and nearest-rank percentiles.
@@ -14,7 +16,7 @@
 /// Kept as one small array of (bin, count) sorted by bin, not a dictionary: a
 /// key almost always has one to three bins, and the index holds millions of
 /// histograms, so a dictionary's allocation per histogram dominated memory.
-struct ReferenceHistogram: Sendable, Equatable {
+struct ReferenceHistogram: Sendable {
     struct Entry: Sendable, Equatable {
         var bin: Int
         var count: Int64
@@ -22,6 +24,9 @@ struct ReferenceHistogram: Sendable, Equatable {
 
     private(set) var entries: [Entry] = []
     public private(set) var total: Int64 = 0
+    /// The mode before the last `merge(_:limit:keepingTies:)`, when that merge left it tied at the top.
+    private var incumbent: Int?
+    var incumbentBin: Int? { incumbent }
     /// Distinct bins held.
     public var binCount: Int { entries.count }
 
@@ -55,7 +60,16 @@ struct ReferenceHistogram: Sendable, Equatable {
     /// `total` counts it. Real keys have one to three bins; the limit keeps a
     /// client that sprays every height from growing the index without bound,
     /// while the mode (what is served) survives.
-    public mutating func merge(_ other: ReferenceHistogram, limit: Int) {
+    public mutating func merge(_ other: ReferenceHistogram, limit: Int, keepingTies: Bool = false) {
+        let before = mode
+        defer {
+            incumbent = nil
+            // As the compact histogram: a single bin holding the whole total keeps no incumbent.
+            if keepingTies, let before, !(entries.count == 1 && entries[0].count == total),
+               let held = entries.first(where: { $0.bin == before })?.count, !entries.contains(where: { $0.count > held }) {
+                incumbent = before
+            }
+        }
         for entry in other.entries {
             if entries.count < limit || entries.contains(where: { $0.bin == entry.bin }) {
                 add(entry.bin, entry.count)
@@ -76,6 +90,9 @@ struct ReferenceHistogram: Sendable, Equatable {
         for entry in entries where entry.count > 0 {
             if let current = best, entry.count < current.count { continue }
             best = entry  // bins ascend: an equal count later is a larger bin
+        }
+        if let incumbent, let best, entries.first(where: { $0.bin == incumbent && $0.count > 0 })?.count == best.count {
+            return incumbent
         }
         return best?.bin
     }
@@ -113,11 +130,11 @@ struct ReferenceLevelStats: Sendable, Equatable {
     /// Bins one histogram of the index keeps (see `ReferenceHistogram.merge(_:limit:)`).
     static let binLimit = 8
 
-    mutating func merge(_ other: ReferenceLevelStats) {
-        heights.merge(other.heights, limit: Self.binLimit)
-        votes.merge(other.votes, limit: Self.binLimit)
+    mutating func merge(_ other: ReferenceLevelStats, keepingTies: Bool = false) {
+        heights.merge(other.heights, limit: Self.binLimit, keepingTies: keepingTies)
+        votes.merge(other.votes, limit: Self.binLimit, keepingTies: keepingTies)
         addSources(other.sources)
-        safeAreas.merge(other.safeAreas, limit: Self.binLimit)
+        safeAreas.merge(other.safeAreas, limit: Self.binLimit, keepingTies: keepingTies)
         for entry in other.showAnimations { addShowAnimation(entry.bin, entry.count) }
     }
 
@@ -196,12 +213,12 @@ struct ReferenceHeightIndex: Sendable {
         // (per-instance, per-process) iteration order.
         for series in touched.keys.sorted() {
             let stats = touched[series]!
-            bySeries[series, default: ReferenceLevelStats()].merge(stats)
+            bySeries[series, default: ReferenceLevelStats()].merge(stats, keepingTies: true)
             let modelLanguage = ModelLanguageKey(model: series.model, language: series.language,
                                                  orientation: series.orientation, keyboardType: series.keyboardType)
-            byModelLanguage[modelLanguage, default: ReferenceLevelStats()].merge(stats)
+            byModelLanguage[modelLanguage, default: ReferenceLevelStats()].merge(stats, keepingTies: true)
             byModel[ModelKey(model: series.model, orientation: series.orientation, keyboardType: series.keyboardType),
-                    default: ReferenceLevelStats()].merge(stats)
+                    default: ReferenceLevelStats()].merge(stats, keepingTies: true)
             keysByModel[series.model, default: []].insert(modelLanguage)
             if stats.heights.total > 0 {
                 modelsByLanguage[LanguageKey(language: series.language, orientation: series.orientation,
@@ -217,7 +234,8 @@ extension LevelStats {
     /// The compact form of a reference level's stats, part for part.
     init(_ reference: ReferenceLevelStats) {
         func histogram(_ old: ReferenceHistogram) -> CountHistogram {
-            CountHistogram(entries: old.entries.map { CountHistogram.Entry(bin: $0.bin, count: $0.count) }, total: old.total)
+            CountHistogram(entries: old.entries.map { CountHistogram.Entry(bin: $0.bin, count: $0.count) }, total: old.total,
+                           incumbent: old.incumbentBin)
         }
         self.init(heights: histogram(reference.heights), votes: histogram(reference.votes),
                   safeAreas: histogram(reference.safeAreas), sources: reference.sources,
@@ -233,4 +251,8 @@ extension ReferenceHeightIndex: HeightLevels {
     func models(withLanguage key: LanguageKey) -> Set<String> { modelsByLanguage[key] ?? [] }
     func models(withScreen screen: ScreenSize) -> Set<String> { screens.models(withScreen: screen) }
     func primaryScreen(of model: String) -> ScreenSize? { screens.primaryScreen(of: model) }
+}
+
+extension ReferenceHistogram: Equatable {
+    static func == (a: ReferenceHistogram, b: ReferenceHistogram) -> Bool { a.entries == b.entries && a.total == b.total }
 }

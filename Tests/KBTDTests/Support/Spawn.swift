@@ -68,24 +68,33 @@ final class SpawnedProcess: @unchecked Sendable {  // pid is set once in init; `
         return exitCode() ?? -1
     }
 
-    /// Waits up to `seconds` for the exit (then SIGKILL), reaping with wait4: the exit code and
-    /// the child's peak resident memory (`ru_maxrss`, its VmHWM at exit) in MiB.
+    /// Waits up to `seconds` for the exit (then SIGKILL): the exit code and the child's peak
+    /// resident memory in MiB, the largest `VmHWM` read from /proc while it ran (every 10 ms).
+    /// Not wait4's `ru_maxrss`: Linux carries the spawning process's own peak into the child's
+    /// at exec, so a child of a large test process would report the test's memory.
     func waitForPeakMemory(seconds: Double) -> (code: Int32, peakMiB: Double) {
         let deadline = Date().addingTimeInterval(seconds)
         var raw: Int32 = 0
-        var usage = rusage()
+        var peakKiB = 0.0
+        func readPeak() {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                  let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                  let kib = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else { return }
+            peakKiB = max(peakKiB, kib)
+        }
         while status == nil {
-            if wait4(pid, &raw, WNOHANG, &usage) == pid {
+            readPeak()
+            if waitpid(pid, &raw, WNOHANG) == pid {
                 status = raw
             } else if Date() > deadline {
                 kill(pid, SIGKILL)
-                if wait4(pid, &raw, 0, &usage) == pid { status = raw }
+                if waitpid(pid, &raw, 0) == pid { status = raw }
                 break
             } else {
                 usleep(10_000)
             }
         }
-        return (exitCode() ?? -1, Double(usage.ru_maxrss) / 1024)
+        return (exitCode() ?? -1, peakKiB / 1024)
     }
 
     /// SIGTERM, five seconds, then SIGKILL; reaped either way.

@@ -87,6 +87,17 @@ public struct KeyAdmission: Sendable {
         createdToday = created
     }
 
+    /// Adds the new keys networks created on another node the same day (its commit, read
+    /// from the shared database). An earlier day is ignored; a later one starts the quotas over.
+    public mutating func absorb(day: Int64, created: [SourceID: Int]) {
+        guard day >= self.day else { return }
+        if day > self.day {
+            createdToday = [:]
+            self.day = day
+        }
+        for (source, count) in created { createdToday[source, default: 0] += count }
+    }
+
     /// Records a key that is already stored (start-up).
     public mutating func remember(_ key: SeriesKey) {
         if known.insert(key.fingerprint).inserted {

@@ -187,6 +187,19 @@ public struct SourcePolicy: Sendable {
         }
     }
 
+    /// Adds another node's spending of the same day (its commit, read from the shared
+    /// database): the same budgets then hold across every node of a cluster. Rows of an
+    /// earlier day are ignored; a later day starts the ledger over first.
+    public mutating func absorb(_ ledger: SourceLedger) {
+        guard ledger.day >= day else { return }
+        if ledger.day > day { start(day: ledger.day) }
+        for row in ledger.votes {
+            let voteKey = VoteKey(source: row.source, key: row.key, halfPoints: row.halfPoints)
+            if granted[voteKey] == nil { open(source: row.source, group: row.group, reserve: row.reserve) }
+            granted[voteKey, default: 0] += row.votes
+        }
+    }
+
     private mutating func start(day: Int64) {
         granted = [:]
         entriesBySource = [:]

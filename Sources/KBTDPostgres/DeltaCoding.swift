@@ -64,4 +64,37 @@ enum DeltaCoding {
         }
         return delta
     }
+
+    /// The day's budgets a commit spent (`SourcePolicy`, `KeyAdmission`), appended to its
+    /// `commit_log` text so the other nodes spend them too: `l|day|source|group|series|bin|votes|reserve`
+    /// and `q|day|source|created`. `decode` above (and older kbtd) skips these lines.
+    static func encode(_ ledgers: [SourceLedger]) -> String {
+        var lines: [String] = []
+        for ledger in ledgers {
+            for row in ledger.votes {
+                lines.append("l|\(ledger.day)|\(row.source.value)|\(row.group.value)|\(row.key)|\(row.halfPoints)|\(row.votes)|\(row.reserve ? 1 : 0)")
+            }
+            for (source, created) in ledger.newKeys.sorted(by: { $0.key < $1.key }) {
+                lines.append("q|\(ledger.day)|\(source.value)|\(created)")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Reads `encode(_: [SourceLedger])`'s lines out of a `commit_log` text, one ledger per day.
+    static func decodeLedgers(_ text: String) -> [SourceLedger] {
+        var byDay: [Int64: SourceLedger] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("l|") || line.hasPrefix("q|") {
+            let f = line.split(separator: "|", omittingEmptySubsequences: false)
+            guard let day = Int64(f[1]) else { continue }
+            if f[0] == "l", f.count == 8, let source = UInt64(f[2]), let group = UInt64(f[3]), let key = UInt64(f[4]),
+               let bin = Int(f[5]), let votes = Int64(f[6]) {
+                byDay[day, default: SourceLedger(day: day)].votes.append(LedgerIncrement(
+                    source: SourceID(source), group: SourceID(group), key: key, halfPoints: bin, votes: votes, reserve: f[7] == "1"))
+            } else if f[0] == "q", f.count == 4, let source = UInt64(f[2]), let created = Int(f[3]) {
+                byDay[day, default: SourceLedger(day: day)].newKeys[SourceID(source), default: 0] += created
+            }
+        }
+        return byDay.keys.sorted().map { byDay[$0]! }
+    }
 }

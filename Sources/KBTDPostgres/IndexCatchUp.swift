@@ -20,6 +20,8 @@ public final class IndexCatchUp: Sendable {
     let marks: CommitLogMarks
     public let interval: Duration
     let apply: @Sendable (AggregateDelta) -> Void
+    /// Other nodes' spending of the day's budgets (vote ledger, new-key quotas).
+    let absorb: @Sendable ([SourceLedger]) -> Void
     private let state: Mutex<State>
 
     struct State {
@@ -32,11 +34,13 @@ public final class IndexCatchUp: Sendable {
     }
 
     public init(database: PostgresDatabase, marks: CommitLogMarks, snapshot: IndexSnapshot, interval: Duration,
-                apply: @escaping @Sendable (AggregateDelta) -> Void) {
+                apply: @escaping @Sendable (AggregateDelta) -> Void,
+                absorb: @escaping @Sendable ([SourceLedger]) -> Void = { _ in }) {
         self.database = database
         self.marks = marks
         self.interval = interval
         self.apply = apply
+        self.absorb = absorb
         for id in snapshot.included { marks.mark(id) }
         state = Mutex(State(horizon: snapshot.horizon, lastPollStart: .now))
     }
@@ -92,6 +96,8 @@ public final class IndexCatchUp: Sendable {
         var applied = 0
         for (id, text) in rows.1 where marks.claim(id) {
             apply(DeltaCoding.decode(text))
+            let ledgers = DeltaCoding.decodeLedgers(text)
+            if !ledgers.isEmpty { absorb(ledgers) }
             applied += 1
         }
         state.withLock { state in

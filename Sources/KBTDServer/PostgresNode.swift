@@ -81,9 +81,10 @@ public final class PostgresNode: Sendable {
     }
 
     /// Starts polling other nodes' commits into `apply` (the height index).
-    func startCatchUp(apply: @escaping @Sendable (AggregateDelta) -> Void) -> IndexCatchUp {
+    func startCatchUp(apply: @escaping @Sendable (AggregateDelta) -> Void,
+                      absorb: @escaping @Sendable ([SourceLedger]) -> Void) -> IndexCatchUp {
         let catchUp = IndexCatchUp(database: database, marks: marks, snapshot: snapshot,
-                                   interval: .milliseconds(max(10, Int(catchUpBound * 500))), apply: apply)
+                                   interval: .milliseconds(max(10, Int(catchUpBound * 500))), apply: apply, absorb: absorb)
         Task { await catchUp.run() }
         return catchUp
     }

@@ -116,6 +116,32 @@ struct PostgresNodeTests {
         #expect(second.stop() == 0)
     }
 
+    /// Two nodes running at once: what a network spends on one (votes, new keys) is spent on the
+    /// other once it has caught up with the first's commit, so splitting its batches across the
+    /// nodes of a cluster buys no second budget.
+    @Test func nodesRunningAtOnceShareTheDaysBudgets() throws {
+        let postgres = try TestPostgres()
+        let environment = ["KBTD_TRUSTED_PEERS": "unix", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
+                           "KBTD_MAX_NEW_KEYS_PER_SOURCE_PER_DAY": "5", "KBTD_SOURCE_KEY": "00112233445566778899aabbccddeeff"]
+        func post(_ node: TestDaemon, from source: String, _ samples: [TestSample]) throws -> HTTPTestResponse {
+            try node.connection(from: source).request(
+                "POST", "/v1/batches", headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+                body: gzip(batchBody(samples: samples)))
+        }
+        let nodes = [Self.node(postgres, environment: environment), Self.node(postgres, environment: environment)]
+        try Self.startTogether(nodes)
+        let attacker = "127.0.9.9"
+        #expect(try post(nodes[0], from: attacker, (0..<5).flatMap { shows(1, height: 346, language: "q\($0)-XX") }).status == 202)
+        // The other node learns of the commit within its catch-up bound (0.5 s): wait for it, bounded.
+        let deadline = Date().addingTimeInterval(30)
+        while (try nodes[1].metric("kbtd_index_catch_up_commits_total") ?? 0) < 1, Date() < deadline { usleep(50_000) }
+        let second = try post(nodes[1], from: attacker, shows(1, height: 346, language: "r-XX"))
+        #expect(second.status == 202)
+        #expect(second.json?["errors"]?.array?.first?["field"] == .string("key"),
+                "the quota spent on the other node is spent here: \(second.text)")
+        for node in nodes { #expect(node.stop() == 0) }
+    }
+
     @Test func killNineOfOneNodeUnderLoadLosesNothingAndCountsNothingTwice() throws {
         let postgres = try TestPostgres()
         let nodes = [Self.node(postgres), Self.node(postgres)]

@@ -131,10 +131,16 @@ public final class KBTDApp: Sendable {
         self.sourceWeights = sourceWeights
         connections = ConnectionLimiter(maximum: initial.limits.maxConnections, perClient: initial.limits.maxConnectionsPerClient)
         // Other nodes' commits reach this node's index through the catch-up (PostgreSQL only).
-        let catchUp = postgres?.startCatchUp { delta in
+        let catchUp = postgres?.startCatchUp(apply: { delta in
             heights.apply(delta)
             keyGate.remember(Array(delta.seriesKeys))
-        }
+        }, absorb: { ledgers in
+            // Budgets other nodes' batches spent today count here too: a network gets one day's budget per cluster.
+            for ledger in ledgers {
+                sourceWeights.absorb(ledger)
+                keyGate.absorb(ledger)
+            }
+        })
         self.catchUp = catchUp
         responder = Self.router(settings: box, metrics: metrics, heights: heights, writer: writer, rateLimiter: rateLimiter,
                                 sourceWeights: sourceWeights, keyGate: keyGate, databasePath: path,

@@ -31,6 +31,12 @@ final class KeyGate: Sendable {
     /// Start-up: the day's per-network new-key counts as the store kept them.
     func restore(_ ledger: SourceLedger) { admission.withLock { $0.restore(day: ledger.day, created: ledger.newKeys) } }
 
+    /// Another node's new keys of the day, per network (PostgreSQL catch-up).
+    func absorb(_ ledger: SourceLedger) {
+        guard !ledger.newKeys.isEmpty else { return }
+        admission.withLock { $0.absorb(day: ledger.day, created: ledger.newKeys) }
+    }
+
     func forget(_ keys: [SeriesKey]) { admission.withLock { for key in keys { $0.forget(key) } } }
 
     var keyCount: Int { admission.withLock { $0.keyCount } }

@@ -44,6 +44,11 @@ final class SourceWeights: Sendable {
         return policy.withLock { $0.apply(to: &delta, source: source, group: group, screen: screen, now: now) }
     }
 
+    /// Another node's spending of the day's ledger (PostgreSQL catch-up).
+    func absorb(_ ledger: SourceLedger) {
+        policy.withLock { $0.absorb(ledger) }
+    }
+
     /// Start-up: today's ledger as the store kept it (an older day's is ignored).
     func restore(_ ledger: SourceLedger) {
         policy.withLock { $0.restore(day: ledger.day, ledger.votes) }

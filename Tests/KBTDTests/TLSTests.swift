@@ -84,6 +84,36 @@ struct TLSTests {
         #expect(h1.stdout == "1.1")
     }
 
+    /// A height asked on an HTTP/2 stream is answered by the fast path (as HTTP/1.1's): the same
+    /// status, headers and body as the router's answer over HTTP/1.1, 304 on a matching
+    /// `If-None-Match`, counted once in the request and answer metrics and in
+    /// `kbtd_fast_answers_total{protocol="h2"}`.
+    @Test func http2StreamsGetTheFastPathsAnswers() throws {
+        let (daemon, pair) = try Self.tlsDaemon()
+        let base = "https://127.0.0.1:\(daemon.port)"
+        #expect(try curl(["--http2", "--cacert", pair.ca] + Self.post + ["--data-binary", "@" + (try Self.batchFile(daemon)),
+                                                                         base + "/v1/batches"]).status == 0)
+        let query = base + "/v1/height?model=iPhone17,1&language=en-US&os=26.1"
+        func headers(_ text: String) -> [String] {
+            text.split(separator: "\r\n").map(String.init).filter { !$0.lowercased().hasPrefix("date:") && !$0.hasPrefix("HTTP/") }
+        }
+        let h2 = try curl(["--http2", "--cacert", pair.ca, "-D", "-", query])
+        let h1 = try curl(["--http1.1", "--cacert", pair.ca, "-D", "-", query])
+        #expect(h2.stdout.hasPrefix("HTTP/2 200"), "\(h2.stdout)")
+        let h2Parts = h2.stdout.components(separatedBy: "\r\n\r\n"), h1Parts = h1.stdout.components(separatedBy: "\r\n\r\n")
+        #expect(h2Parts.last == h1Parts.last, "same body")
+        #expect(headers(h2Parts[0]).map { $0.lowercased() } == headers(h1Parts[0]).map { $0.lowercased() },
+                "same header fields, in order: \(h2Parts[0]) vs \(h1Parts[0])")
+        let etag = try #require(headers(h1Parts[0]).first { $0.lowercased().hasPrefix("etag:") }?.split(separator: " ").last)
+        let notModified = try curl(["--http2", "--cacert", pair.ca, "-H", "If-None-Match: \(etag)", "-o", "/dev/null",
+                                    "-w", "%{http_code} %{http_version}", query])
+        #expect(notModified.stdout == "304 2")
+        let metrics = try curl(["--http1.1", "--cacert", pair.ca, base + "/metrics"]).stdout
+        #expect(metrics.contains("kbtd_fast_answers_total{protocol=\"h2\"} 2"), "two answers on h2 streams")
+        #expect(metrics.contains("kbtd_http_requests_total{route=\"/v1/height\",status=\"304\"} 1"))
+        #expect(metrics.contains("kbtd_http_requests_total{route=\"/v1/height\",status=\"200\"} 2"))
+    }
+
     /// TLS 1.2+ only, forward-secret AEAD suites only; the same client tool succeeds with a good suite.
     @Test func onlyModernProtocolVersionsAndCiphers() throws {
         let (daemon, pair) = try Self.tlsDaemon(keyType: "rsa")

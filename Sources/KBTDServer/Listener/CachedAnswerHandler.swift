@@ -2,7 +2,7 @@ import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
 
-/// The thin path for cached answers: on an HTTP/1.1 connection, a plain
+/// The thin path for cached answers: on an HTTP/1.1 connection (or an HTTP/2 stream), a plain
 /// `GET /v1/height` or `GET /v1/heights` is answered here, in the channel
 /// pipeline on the connection's event loop, with the bytes the router would
 /// send (the same `HeightRoutes.reply`, headers, `ETag`/304 and request
@@ -27,13 +27,18 @@ final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPResponsePart
 
     private let answers: CachedAnswers
+    /// Which of `kbtd_fast_answers_total` counts this handler's answers.
+    private let onHTTP2: Bool
     /// Requests passed to the router whose response has not ended yet.
     private var unanswered = 0
     /// The answer to a request taken here, sent once its `.end` arrives.
     private var pending: (route: String, reply: HeightRoutes.Reply)?
 
-    init(_ answers: CachedAnswers) {
+    /// `onHTTP2`: the handler serves one HTTP/2 stream (one request; HPACK, flow control and
+    /// framing are swift-nio-http2's), not an HTTP/1.1 connection.
+    init(_ answers: CachedAnswers, onHTTP2: Bool = false) {
         self.answers = answers
+        self.onHTTP2 = onHTTP2
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -72,6 +77,7 @@ final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func send(_ reply: HeightRoutes.Reply, route: String, context: ChannelHandlerContext) {
         let headers = answers.sending(reply, route: route)
+        (onHTTP2 ? answers.fastHTTP2 : answers.fastHTTP1).increment()
         context.write(wrapOutboundOut(.head(HTTPResponse(status: reply.status, headerFields: headers))), promise: nil)
         if let body = reply.body {
             context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(bytes: body))), promise: nil)

@@ -2,6 +2,7 @@ import HTTPTypes
 import HummingbirdCore
 import Logging
 import NIOCore
+import Prometheus
 import Synchronization
 
 /// What the thin path for cached answers needs, shared by its two handlers
@@ -14,12 +15,17 @@ struct CachedAnswers: Sendable {
     let dates: HTTPDate
     let logger: Logger
     private let rendered: RenderedAnswers
+    /// `kbtd_fast_answers_total` for HTTP/1.1 connections and for HTTP/2 streams.
+    let fastHTTP1: Counter
+    let fastHTTP2: Counter
 
     init(routes: HeightRoutes, dates: HTTPDate, logger: Logger, limitBytes: Int? = nil) {
         self.routes = routes
         self.dates = dates
         self.logger = logger
         rendered = RenderedAnswers(limitBytes: limitBytes ?? routes.settings.current.answerCacheBytes)
+        fastHTTP1 = routes.metrics.fastAnswers(protocol: "http/1.1")
+        fastHTTP2 = routes.metrics.fastAnswers(protocol: "h2")
     }
 
     /// Bytes the rendered answers hold now (keys, heads and bodies), at most `answer_cache_bytes`.
@@ -80,6 +86,7 @@ struct CachedAnswers: Sendable {
             rendered.store(entry, key: key)
         }
         count(entry.reply, route: entry.route)
+        fastHTTP1.increment()
         let date = dates.now()
         var buffer = allocator.buffer(capacity: entry.head.count + 40 + (entry.reply.body?.count ?? 0))
         buffer.writeBytes(entry.head)

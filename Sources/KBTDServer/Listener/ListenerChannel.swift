@@ -45,11 +45,14 @@ struct ListenerChannel: ServerChildChannel {
          metrics: ServerMetrics, handshakeTimeout: TimeAmount, idleTimeout: TimeAmount) {
         self.http1 = http1
         self.answers = answers
-        // Streams get the same handlers (deadlines, malformed-request answers) as HTTP/1.1 connections,
-        // but for the thin path of cached answers, which speaks HTTP/1.1 only.
+        // Streams get the same handlers as HTTP/1.1 connections (deadlines, malformed-request answers,
+        // and the fast path for cached heights, which answers a stream's GET with the same reply,
+        // headers and counts at the level of HTTP parts; HPACK and flow control stay swift-nio-http2's).
         var stream = http1.configuration
         let handlers = stream.additionalChannelHandlers
-        stream.additionalChannelHandlers = { handlers().filter { !($0 is CachedAnswerHandler) } }
+        stream.additionalChannelHandlers = {
+            handlers().map { $0 is CachedAnswerHandler ? CachedAnswerHandler(answers, onHTTP2: true) : $0 }
+        }
         http2 = HTTP2Channel(responder: http1.responder,
                              configuration: .init(idleTimeout: .nanoseconds(idleTimeout.nanoseconds), streamConfiguration: stream))
         self.tls = tls

@@ -72,6 +72,16 @@ public final class ServerMetrics: Sendable {
         }.increment()
     }
 
+    /// Height answers the fast path sent without the router, by protocol (`http/1.1`, `h2`);
+    /// callers keep the counter (one lookup per listener, not per answer).
+    func fastAnswers(protocol name: String) -> Counter {
+        counter("f|\(name)") {
+            registry.makeCounter(descriptor: Self.name("fast_answers", unit: "total",
+                                                       "Height answers sent by the fast path without the router, by protocol"),
+                                 labels: [("protocol", name)])
+        }
+    }
+
     func batch(_ outcome: BatchOutcome) {
         counter("b|\(outcome.rawValue)") {
             registry.makeCounter(descriptor: Self.batches, labels: [("outcome", outcome.rawValue)])

@@ -72,7 +72,7 @@ let package = Package(
             .product(name: "NIOTLS", package: "swift-nio"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
         ], swiftSettings: strict),
-        // The command line: serve, stats, height.
+        // The command line: serve, stats, height, evaluate, export, report, reload, migrate (and help).
         .executableTarget(name: "kbtd", dependencies: [
             "KBTDCore", "KBTDStore", "KBTDPostgres", "KBTDServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -49,8 +49,8 @@ public enum SipHash {
 }
 
 /// The secret 128-bit key client networks are hashed under (`SourceID(network:key:)`).
-/// The daemon generates it once and keeps it beside the database (README
-/// "Privacy"); it is never logged and never stored in the database.
+/// The daemon generates it once and keeps it beside the database (docs/privacy.md);
+/// it is never logged and never stored in the database.
 public struct SourceKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public var k0: UInt64
     public var k1: UInt64

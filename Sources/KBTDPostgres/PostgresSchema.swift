@@ -257,7 +257,7 @@ public enum PostgresSchema {
     static func migrate(_ database: PostgresDatabase) async throws {
         let logger = database.logger
         // Up to date (the usual start): no lock, no DDL, so a node role with only
-        // SELECT/INSERT/UPDATE/DELETE rights starts (README "Scaling out", roles).
+        // SELECT/INSERT/UPDATE/DELETE rights starts (docs/scaling-out.md, roles).
         let applied = try await appliedVersion(database)
         guard applied != latestVersion else { return }
         guard applied < latestVersion else { throw NewerSchema(version: applied) }

@@ -35,7 +35,7 @@ public struct Daemon: Sendable {
         let initial = settings
         // Reads the TLS pair first: a bad one is exit 78 before the database is touched.
         let transport = try Transport(initial)
-        // A postgres:// URL: a shared database, several nodes (PostgresNode, README "Scaling out").
+        // A postgres:// URL: a shared database, several nodes (PostgresNode, docs/scaling-out.md).
         let postgres = PostgresURL.isURL(initial.database)
             ? try await PostgresNode.open(initial, admission: {
                 IndexAdmission(minSources: initial.estimator.minSources, maxIndexedKeys: initial.maxIndexedKeys)

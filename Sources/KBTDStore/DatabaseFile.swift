@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A database file kbtd must not or cannot use. The daemon exits with a
-/// documented code for each (see README, "Exit codes").
+/// documented code for each (see docs/command-line.md, "Exit codes").
 public enum UnusableDatabase: Error, CustomStringConvertible, Sendable {
     /// Garbage, or another application's SQLite file: refused untouched.
     case notKbtd(path: String, why: String)

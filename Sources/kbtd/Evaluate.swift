@@ -17,7 +17,7 @@ struct Evaluate: ParsableCommand {
     @Option(help: "Only cases of this keyboard language.") var language: String?
     @Option(help: "Only cases of this OS major version (26 or 26.1).") var os: String?
     @Option(help: "table, json or csv. Default: table on a terminal, json otherwise.") var format: StatsFormat?
-    @Option(help: "current (default), or before-os-aware: the chain of kbtd 0.1, for comparison.") var chain: ChainOption = .current
+    @Option(help: "current (default), or before-os-aware: the chain before the OS-aware levels and the screen level, for comparison.") var chain: ChainOption = .current
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
     @Flag(help: "Print every case (one CSV line per answer) instead of the summary.") var cases = false
 
@@ -38,10 +38,10 @@ struct Evaluate: ParsableCommand {
     }
 }
 
-/// `--chain` of `evaluate` and `height`: the chain kbtd serves, or kbtd 0.1's for comparison.
+/// `--chain` of `evaluate` and `height`: the chain kbtd serves, or the one before the OS-aware levels, for comparison.
 enum ChainOption: String, ExpressibleByArgument, CaseIterable {
     case current
-    /// kbtd 0.1's chain: levels 3 and 4 over any OS, no screen level.
+    /// The chain before the OS-aware levels: levels 3 and 4 over any OS, no screen level.
     case beforeOSAware = "before-os-aware"
 
     var value: FallbackChain { self == .current ? .current : .beforeOSAware }

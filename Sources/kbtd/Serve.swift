@@ -50,7 +50,7 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    /// Documented exit codes (README, "Exit codes"; sysexits.h) for what stops the daemon.
+    /// Documented exit codes (docs/command-line.md, "Exit codes"; sysexits.h) for what stops the daemon.
     static func exitCode(for error: any Error) -> Int32 {
         switch error {
         case UnusableDatabase.notKbtd, UnusableDatabase.newerSchema: ExitStatus.dataError

@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// Real daemons on one real PostgreSQL cluster (started by the test): the
-/// scaled-out deployment of README "Scaling out".
+/// scaled-out deployment of docs/scaling-out.md.
 @Suite("PostgreSQL: several kbtd nodes on one database", .serialized, .enabled(if: TestPostgres.available))
 struct PostgresNodeTests {
     /// A node of the test fleet: the catch-up bound is half a second, so tests wait little.
@@ -86,7 +86,7 @@ struct PostgresNodeTests {
     /// attacker spent its budgets on another (or the same node restarted) finds them spent.
     @Test func theDaysBudgetsAreSharedWithNodesStartedLater() throws {
         let postgres = try TestPostgres()
-        // Nodes of one cluster share the source key (README "Scaling out"): the same network is the same source on each.
+        // Nodes of one cluster share the source key (docs/scaling-out.md): the same network is the same source on each.
         let environment = ["KBTD_TRUSTED_PEERS": "unix", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
                            "KBTD_MAX_NEW_KEYS_PER_SOURCE_PER_DAY": "5", "KBTD_SOURCE_KEY": "00112233445566778899aabbccddeeff"]
         func post(_ node: TestDaemon, from source: String, _ samples: [TestSample]) throws -> HTTPTestResponse {

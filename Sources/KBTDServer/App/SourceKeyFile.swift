@@ -13,7 +13,7 @@ import Logging
 /// the file `source_key_file` names; else `source.key` beside the SQLite
 /// database file, or, for a PostgreSQL URL, in systemd's `STATE_DIRECTORY`
 /// (else the working directory). Several nodes on one PostgreSQL database
-/// must be given the same key (README "Scaling out"). The key is never
+/// must be given the same key (docs/scaling-out.md). The key is never
 /// logged, and nothing kbtd writes into a database, an export or a migration
 /// contains it.
 public enum SourceKeyFile {
@@ -42,7 +42,7 @@ public enum SourceKeyFile {
         if settings.sourceKeyFile == nil, PostgresURL.isURL(settings.database) {
             logger.notice("""
                 client networks are hashed under this node's own key file \(path); every node on one PostgreSQL \
-                database needs the same key: set source_key_file or KBTD_SOURCE_KEY (README "Scaling out")
+                database needs the same key: set source_key_file or KBTD_SOURCE_KEY (docs/scaling-out.md)
                 """)
         }
         do {
@@ -78,7 +78,7 @@ public enum SourceKeyFile {
         guard written == text.count, synced == 0 else { throw CreateFailure(code: errno) }
         if link(temporary, path) != 0, errno != EEXIST { throw CreateFailure(code: errno) }
         guard let key = try read(path, logger: logger) else { throw CreateFailure(code: ENOENT) }
-        logger.notice("created the source key file \(path) (keep it out of backups you share; README \"Privacy\")")
+        logger.notice("created the source key file \(path) (keep it out of backups you share; docs/privacy.md)")
         return key
     }
 

@@ -23,7 +23,7 @@ struct JSONErrorMiddleware: RouterMiddleware {
 
     static func detail(_ status: HTTPResponse.Status, _ request: Request) -> String {
         switch status {
-        case .notFound: "no such endpoint: \(request.method) \(request.uri.path.prefix(200)) (see the API table in the README)"
+        case .notFound: "no such endpoint: \(request.method) \(request.uri.path.prefix(200)) (see docs/http-api.md)"
         case .methodNotAllowed: "\(request.method) is not allowed on \(request.uri.path.prefix(200))"
         default: "\(status.code) \(status.reasonPhrase)"
         }

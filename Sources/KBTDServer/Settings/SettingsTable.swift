@@ -22,7 +22,7 @@ extension Setting {
             return nil
         }, show: { $0.listen.map(\.entryText).joined(separator: ",") }),
         .optionalText("unix_socket", "Also listen on this Unix socket path (empty: none).", reloadable: false, flag: "unix", \.unixSocket),
-        Setting("database", "SQLite database file, or a postgres:// URL (README \"Scaling out\").", reloadable: false, flag: "database",
+        Setting("database", "SQLite database file, or a postgres:// URL (docs/scaling-out.md).", reloadable: false, flag: "database",
                 parse: { text, settings in
             guard !text.isEmpty else { return "must be a file path or a postgres:// URL" }
             if let problem = PostgresSettings.problem(text) { return problem }

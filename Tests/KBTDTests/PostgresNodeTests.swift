@@ -10,7 +10,7 @@ import Glibc
 
 /// Real daemons on one real PostgreSQL cluster (started by the test): the
 /// scaled-out deployment of README "Scaling out".
-@Suite("PostgreSQL: several kbtd nodes on one database", .serialized, .enabled(if: TestPostgres.available))
+@Suite("PostgreSQL: several kbtd nodes on one database", .ownThreads, .serialized, .enabled(if: TestPostgres.available))
 struct PostgresNodeTests {
     /// A node of the test fleet: the catch-up bound is half a second, so tests wait little.
     static func node(_ postgres: TestPostgres, url: String? = nil, environment: [String: String] = [:]) -> TestDaemon {

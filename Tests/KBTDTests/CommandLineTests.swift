@@ -2,7 +2,7 @@ import Foundation
 import KBTDCore
 import Testing
 
-@Suite("Command line")
+@Suite("Command line", .ownThreads)
 struct CommandLineTests {
     @Test func statsFormatsAndFilters() async throws {
         let daemon = try InProcessApp()

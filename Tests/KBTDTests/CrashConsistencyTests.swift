@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("Crash consistency and storage faults")
+@Suite("Crash consistency and storage faults", .ownThreads)
 struct CrashConsistencyTests {
     /// Rounds of kill -9 under concurrent ingest (KBTD_CRASH_ROUNDS overrides 20).
     static let rounds = Int(ProcessInfo.processInfo.environment["KBTD_CRASH_ROUNDS"] ?? "") ?? 20

@@ -68,7 +68,7 @@ struct ShiftedFleet {
     }
 }
 
-@Suite("OS-aware chain, screen level, evaluate and export")
+@Suite("OS-aware chain, screen level, evaluate and export", .ownThreads)
 struct FallbackChainTests {
     /// An index holding `fleet`, with every key trusted (as a loopback daemon stores it).
     func index(_ fleet: ShiftedFleet, extra: [(String, Int, String, Double, Int)] = []) -> HeightIndex {
@@ -342,7 +342,7 @@ struct FallbackChainTests {
         #expect(table.modelCount == fleet.models.count)
         let known = fleet.models[1]
         func client(_ model: String, screen: String?, in name: String) throws -> KeyboardTelemetryClient {
-            var configuration = ClientFixtures.configuration(port: freePort(), directory: directory.appendingPathComponent(name))
+            var configuration = ClientFixtures.configuration(port: unreachablePort(), directory: directory.appendingPathComponent(name))
             configuration.bundledHeights = table
             configuration.screen = screen
             return try KeyboardTelemetryClient(device: TelemetryDevice(model: model, os: "26.1"), configuration: configuration)

@@ -101,7 +101,7 @@ struct FleetSimulator {
     }
 }
 
-@Suite("Realistic fleet against the live daemon")
+@Suite("Realistic fleet against the live daemon", .ownThreads)
 struct FleetTests {
     @Test func servedHeightsMatchThePublishedTable() throws {
         let phones = try KeyboardFacts.load("iphone-keyboard-heights.csv")

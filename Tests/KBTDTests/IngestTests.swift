@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("Ingest, answered in-process and by the live daemon")
+@Suite("Ingest, answered in-process and by the live daemon", .ownThreads)
 struct IngestTests {
     @Test(arguments: [("gzip", Deflater.Format.gzip), ("deflate", .zlib), ("deflate", .raw)])
     func compressedBatchRoundTripsToStatsAndHeight(encoding: String, format: Deflater.Format) async throws {
@@ -107,8 +107,10 @@ struct IngestTests {
         let bodies = (0..<400).map { _ in gzip(batchBody(samples: shows(10, height: 336))) }
         let acknowledged = ConcurrentResults<Int>()
         let next = ConcurrentResults<Int>()
+        // kill -9 once 20 batches are acknowledged: mid-load by construction, not by a guessed delay.
         let killer = Thread {
-            usleep(150_000)
+            let deadline = Date().addingTimeInterval(60)
+            while acknowledged.values.count < 20 && deadline.timeIntervalSinceNow > 0 { usleep(1_000) }
             daemon.kill9()
         }
         killer.start()

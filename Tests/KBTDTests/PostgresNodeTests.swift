@@ -10,7 +10,7 @@ import Glibc
 
 /// Real daemons on one real PostgreSQL cluster (started by the test): the
 /// scaled-out deployment of docs/scaling-out.md.
-@Suite("PostgreSQL: several kbtd nodes on one database", .serialized, .enabled(if: TestPostgres.available))
+@Suite("PostgreSQL: several kbtd nodes on one database", .ownThreads, .serialized, .enabled(if: TestPostgres.available))
 struct PostgresNodeTests {
     /// A node of the test fleet: the catch-up bound is half a second, so tests wait little.
     static func node(_ postgres: TestPostgres, url: String? = nil, environment: [String: String] = [:]) -> TestDaemon {
@@ -54,8 +54,14 @@ struct PostgresNodeTests {
         #expect(statsRow(stats, model: "iPhone17,1", language: "ja-JP")?["samples"] == .number(Double(expectedJa)))
         #expect(try postgres.psql("kbtd", "SELECT COUNT(*) FROM batches") == "40")
 
-        // Within the bound (0.5 s; checked after 2 s) both nodes answer alike from every node's data.
-        usleep(2_000_000)
+        // Each node catches up with the other's commits (every 0.5 s): awaited, bounded, then compared.
+        for language in ["ja-JP", "en-US"] {
+            let expected = language == "ja-JP" ? expectedJa : expectedEn
+            let path = "/v1/height?model=iPhone17,1&language=\(language)&os=26.1"
+            #expect(eventually(seconds: 60) {
+                nodes.allSatisfy { (try? $0.get(path).json?["samples"]) == .number(Double(expected)) }
+            }, "the nodes did not both reach \(expected) \(language) samples")
+        }
         for language in ["ja-JP", "en-US"] {
             let path = "/v1/height?model=iPhone17,1&language=\(language)&os=26.1"
             let answers = try nodes.map { try $0.get(path) }

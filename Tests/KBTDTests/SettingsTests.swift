@@ -2,7 +2,7 @@ import Foundation
 import KBTDServer
 import Testing
 
-@Suite("Settings")
+@Suite("Settings", .ownThreads)
 struct SettingsTests {
     static let shippedConfig = TestPaths.repositoryRoot.appendingPathComponent("Config/kbtd.conf").path
 

@@ -8,7 +8,7 @@ import Glibc
 /// Native TLS and HTTP/2 on the real daemon, with certificates from a
 /// throwaway openssl CA made in each test, and curl, openssl s_client and
 /// Python's ssl module as the clients.
-@Suite("TLS and HTTP/2 against the live daemon")
+@Suite("TLS and HTTP/2 against the live daemon", .ownThreads)
 struct TLSTests {
     /// A daemon whose TCP listener speaks TLS with a fresh EC pair (and an RSA pair on request).
     static func tlsDaemon(keyType: String = "ec", environment: [String: String] = [:]) throws -> (TestDaemon, TestCertificates) {

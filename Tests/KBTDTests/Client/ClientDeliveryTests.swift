@@ -4,7 +4,7 @@ import KeyboardTelemetryClient
 import Testing
 
 /// The client against the live daemon: batching, receipts, exactly-once across a kill -9.
-@Suite("KeyboardTelemetryClient delivery against the live daemon")
+@Suite("KeyboardTelemetryClient delivery against the live daemon", .ownThreads)
 struct ClientDeliveryTests {
     @Test func sealsByCountAndOnDemandAndKbtdStoresWhatWasRecorded() async throws {
         let directory = TestPaths.temporaryDirectory()

@@ -5,7 +5,7 @@ import Testing
 
 /// Failures the live daemon cannot produce on cue, injected by `FaultProxy`
 /// in front of it: 503/429 with `Retry-After`, and dropped connections.
-@Suite("KeyboardTelemetryClient retries: Retry-After, dropped connections, backoff")
+@Suite("KeyboardTelemetryClient retries: Retry-After, dropped connections, backoff", .ownThreads)
 struct ClientFaultTests {
     @Test func honoursRetryAfterOn503And429AndKeepsTheBatchID() async throws {
         let directory = TestPaths.temporaryDirectory()
@@ -111,7 +111,7 @@ struct ClientFaultTests {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         // Nothing listens on this port: every attempt is refused.
-        let port = freePort()
+        let port = unreachablePort()
         let clock = ScaledClock(scale: 0.001)
         var configuration = ClientFixtures.configuration(port: port, directory: directory)
         configuration.backoffBase = 2

@@ -72,7 +72,7 @@ struct ClientQueueTests {
     @Test func theByteCapAlsoDropsOldestFirst() async throws {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = freePort()  // nothing listens: batches stay queued
+        let port = unreachablePort()  // nothing listens: batches stay queued
         let clock = ManualClock()
         var configuration = ClientFixtures.configuration(port: port, directory: directory)
         configuration.maxQueuedBytes = 2_000
@@ -107,7 +107,7 @@ struct ClientQueueTests {
         try Data("partial".utf8).write(to: queue.appendingPathComponent(".tmp-00000000000000000001-x.json.gz"))
         try Data("junk".utf8).write(to: queue.appendingPathComponent("not-a-batch.json.gz"))
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device,
-                                                 configuration: ClientFixtures.configuration(port: freePort(), directory: directory))
+                                                 configuration: ClientFixtures.configuration(port: unreachablePort(), directory: directory))
         #expect(await client.queuedBatchCount() == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: queue.path).isEmpty)
         await client.shutdown()

@@ -4,7 +4,7 @@ import KeyboardTelemetryClient
 import Testing
 
 /// Recording and encoding: what reaches kbtd is what the notification said.
-@Suite("KeyboardTelemetryClient recording and encoding")
+@Suite("KeyboardTelemetryClient recording and encoding", .ownThreads)
 struct ClientRecordingTests {
     @Test(arguments: [0, 1, 100, 70_000])
     func gzipRoundTripsThroughKbtdsStrictInflater(size: Int) throws {
@@ -67,7 +67,7 @@ struct ClientRecordingTests {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device,
-                                                 configuration: ClientFixtures.configuration(port: freePort(), directory: directory))
+                                                 configuration: ClientFixtures.configuration(port: unreachablePort(), directory: directory))
         client.record(KeyboardSample(event: .show, height: .nan, language: "en-US", orientation: .portrait))
         client.record(KeyboardSample(event: .show, height: 336, duration: .infinity, language: "en-US", orientation: .portrait))
         client.record(ClientFixtures.show())

@@ -3,7 +3,7 @@ import KBTDCore
 import Testing
 
 /// The built `kbtd-fleet` binary against the live daemon.
-@Suite("kbtd-fleet against the live daemon")
+@Suite("kbtd-fleet against the live daemon", .ownThreads)
 struct FleetRunTests {
     /// `kbtd-fleet` is built beside `kbtd`.
     static let binary = URL(fileURLWithPath: TestPaths.kbtdBinary).deletingLastPathComponent().appendingPathComponent("kbtd-fleet").path
@@ -107,7 +107,7 @@ struct FleetRunTests {
     @Test func badUsageAndAnUnreachableDaemonFailClearly() async throws {
         let usage = try await Self.fleet(["--devices", "0"])
         #expect(usage.status == 64 && usage.stderr.contains("--devices"))
-        let unreachable = try await Self.fleet(["--url", "http://127.0.0.1:\(freePort())", "--devices", "1", "--data", TestPaths.fixtures.path])
+        let unreachable = try await Self.fleet(["--url", "http://127.0.0.1:\(unreachablePort())", "--devices", "1", "--data", TestPaths.fixtures.path])
         #expect(unreachable.status == 69 && unreachable.stderr.contains("cannot reach kbtd"))
         let noData = try await Self.fleet(["--data", "/nonexistent", "--devices", "1"])
         #expect(noData.status != 0 && noData.stderr.contains("--data /nonexistent"))

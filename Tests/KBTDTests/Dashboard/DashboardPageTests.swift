@@ -3,7 +3,7 @@ import KBTDCore
 import Testing
 
 /// The page builder alone: counts in, HTML out, no daemon.
-@Suite("Dashboard page (pure rendering)")
+@Suite("Dashboard page (pure rendering)", .ownThreads)
 struct DashboardPageTests {
     static let series = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
 

@@ -5,7 +5,7 @@ import Testing
 /// contrib/prometheus against the real thing: `promtool` checks the rules,
 /// and Debian's Prometheus scrapes a live kbtd (loopback, a free port, a
 /// temporary directory) with those rules loaded.
-@Suite("Prometheus scrapes kbtd")
+@Suite("Prometheus scrapes kbtd", .ownThreads)
 struct PrometheusTests {
     static let rules = TestPaths.repositoryRoot.appendingPathComponent("contrib/prometheus/kbtd-rules.yml").path
     static let installed = FileManager.default.isExecutableFile(atPath: "/usr/bin/prometheus")

@@ -42,12 +42,15 @@ final class NotifyListener {
         return String(decoding: buffer[0..<count], as: UTF8.self)
     }
 
-    /// Every datagram received within `seconds`, with its arrival time.
-    func collect(seconds: Double) -> [(time: Date, message: String)] {
-        var messages: [(Date, String)] = []
+    /// Datagrams in arrival order up to and including the first that `stop` accepts,
+    /// or all that came within `seconds` when none did (a bound, not a measurement).
+    func messages(until stop: (String) -> Bool, seconds: Double) -> [String] {
+        var messages: [String] = []
         let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let message = receive(seconds: max(0.01, deadline.timeIntervalSinceNow)) { messages.append((Date(), message)) }
+        while deadline.timeIntervalSinceNow > 0 {
+            guard let message = receive(seconds: max(0.01, deadline.timeIntervalSinceNow)) else { continue }
+            messages.append(message)
+            if stop(message) { break }
         }
         return messages
     }

@@ -180,14 +180,9 @@ final class TestDaemon: @unchecked Sendable {
         if let process { kill(process.processIdentifier, number) }
     }
 
-    /// Waits until the current run's log contains `text`.
-    func waitForLog(_ text: String, seconds: Double = 20) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if log_().contains(text) { return true }
-            usleep(20_000)
-        }
-        return false
+    /// Waits until the current run's log contains `text` (`occurrences` times), for at most `seconds`.
+    func waitForLog(_ text: String, occurrences: Int = 1, seconds: Double = 60) -> Bool {
+        eventually(seconds: seconds) { log_().components(separatedBy: text).count - 1 >= occurrences }
     }
 
     /// SIGKILL: no chance to flush anything.

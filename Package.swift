@@ -36,8 +36,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
 
-        // The domain: batches, validation, aggregation keys, histograms, the estimator. No I/O.
+        // The domain: batches, field rules and the intake, aggregation keys, histograms, the estimator. No I/O.
         .target(name: "KBTDCore", swiftSettings: strict),
+        // Presentation of the domain, no I/O: the dashboard page, the stats and backtest formatters, the height table export.
+        .target(name: "KBTDReport", dependencies: ["KBTDCore"], swiftSettings: strict),
+        // The reference tree parser and validator BatchIntake is checked against (the fuzz oracle). Never linked into kbtd.
+        .target(name: "KBTDReference", dependencies: ["KBTDCore"], swiftSettings: strict),
         // Strict, capped streaming inflate (gzip, zlib, raw deflate) over the system libz.
         .target(name: "KBTDCompression", dependencies: ["CZlib"], swiftSettings: strict),
         // SQLite storage behind the TelemetryStore protocol, and the group-commit writer.
@@ -55,7 +59,7 @@ let package = Package(
         ], swiftSettings: strict),
         // HTTP: the app (routes, middlewares, settings), listeners, systemd; see ARCHITECTURE.md.
         .target(name: "KBTDServer", dependencies: [
-            "KBTDCore", "KBTDStore", "KBTDPostgres", "KBTDCompression",
+            "KBTDCore", "KBTDReport", "KBTDStore", "KBTDPostgres", "KBTDCompression",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -74,7 +78,7 @@ let package = Package(
         ], swiftSettings: strict),
         // The command line: serve, stats, height, evaluate, export, report, reload, migrate (and help).
         .executableTarget(name: "kbtd", dependencies: [
-            "KBTDCore", "KBTDStore", "KBTDPostgres", "KBTDServer",
+            "KBTDCore", "KBTDReport", "KBTDStore", "KBTDPostgres", "KBTDServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
@@ -86,14 +90,14 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         // libFuzzer target over inflate + decode + validate + aggregate (scripts/fuzz); replays a corpus otherwise.
-        .executableTarget(name: "kbtd-fuzz", dependencies: ["KBTDCore", "KBTDCompression"], swiftSettings: strict),
+        .executableTarget(name: "kbtd-fuzz", dependencies: ["KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression"], swiftSettings: strict),
         // Load generator and in-process references for Benchmarks/run.
         .executableTarget(name: "kbtd-bench", dependencies: [
-            "KBTDCore", "KBTDCompression",
+            "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         .testTarget(name: "KBTDTests", dependencies: [
-            "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
+            "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
             // The app answers in-process tests through its router (InProcessApp).
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),

@@ -80,7 +80,8 @@ public struct AggregateDelta: Sendable, Equatable {
     /// keys so far (interned strings compare by identity first) and counts in
     /// small tables keyed by numbers; each `SeriesKey` is hashed once per key
     /// and table, not several times per sample. The counts are those of
-    /// `add(_:device:)` sample by sample (`IntakeOracle` checks it).
+    /// `add(_:device:)` sample by sample (`KBTDReference`'s
+    /// `sampleBySample`; `IntakeOracle` checks it).
     public init(batch: ValidatedBatch) {
         var keys: [SeriesKey] = []
         var groups: [SeriesCounts] = []
@@ -105,18 +106,6 @@ public struct AggregateDelta: Sendable, Equatable {
         if let screen = batch.device.screen, !batch.samples.isEmpty {
             screens[ModelScreenKey(model: batch.device.model, screen: screen), default: 0] += 1
         }
-    }
-
-    /// The counts of `batch` added one sample at a time (the reference for `init(batch:)`).
-    public static func sampleBySample(_ batch: ValidatedBatch) -> AggregateDelta {
-        var delta = AggregateDelta()
-        for sample in batch.samples {
-            delta.add(sample, device: batch.device)
-        }
-        if let screen = batch.device.screen, !batch.samples.isEmpty {
-            delta.screens[ModelScreenKey(model: batch.device.model, screen: screen), default: 0] += 1
-        }
-        return delta
     }
 
     private static func matches(_ key: SeriesKey, _ sample: Sample) -> Bool {

@@ -181,7 +181,7 @@ public struct HeightEstimator: Sendable {
 
     /// Whether a level may answer: enough docked samples, from enough sources.
     /// Heights are the mode of the votes, so no single source outweighs the rest.
-    func supports(_ stats: LevelStats) -> Bool {
+    public func supports(_ stats: LevelStats) -> Bool {
         stats.heights.total >= settings.minSamples && stats.hasSources(settings.minSources) && stats.votes.total > 0
     }
 
@@ -307,7 +307,7 @@ public struct HeightEstimator: Sendable {
     /// Level 5: every model that reported the query's screen (or, without
     /// `screen=`, the model's own most reported screen), for the asked language:
     /// that OS major first, then any OS.
-    func screenLanguage(_ query: HeightQuery, in index: some HeightLevels, fallback: LevelStats?) -> HeightEstimate? {
+    public func screenLanguage(_ query: HeightQuery, in index: some HeightLevels, fallback: LevelStats?) -> HeightEstimate? {
         guard let screen = query.screen ?? index.primaryScreen(of: query.model) else { return nil }
         let models = index.models(withScreen: screen).sorted()
         guard !models.isEmpty else { return nil }

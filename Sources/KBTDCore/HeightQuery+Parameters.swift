@@ -10,12 +10,12 @@ extension HeightQuery {
         guard let language = parameter("language"), !language.isEmpty else {
             throw FieldError(field: "language", reason: "is required")
         }
-        if let problem = BatchValidator.languageProblem(language) { throw FieldError(field: "language", reason: problem) }
+        if let problem = FieldRules.languageProblem(language) { throw FieldError(field: "language", reason: problem) }
         var osMajor: Int?
         if let os = parameter("os") { osMajor = try Self.osMajor(os) }
         var orientation = Orientation.portrait
-        if let text = parameter("orientation") { orientation = try BatchValidator.orientation(text) }
-        let keyboardType = try BatchValidator.keyboardType(parameter("keyboard_type") ?? "default")
+        if let text = parameter("orientation") { orientation = try FieldRules.orientation(text) }
+        let keyboardType = try FieldRules.keyboardType(parameter("keyboard_type") ?? "default")
         var screen: ScreenSize?
         if let text = parameter("screen") { screen = try Self.screen(text) }
         self.init(model: model, language: language, osMajor: osMajor, orientation: orientation,
@@ -25,13 +25,13 @@ extension HeightQuery {
     /// A required `model` parameter, a machine identifier like `iPhone17,1`.
     public static func model(_ text: String?) throws(FieldError) -> String {
         guard let text, !text.isEmpty else { throw FieldError(field: "model", reason: "is required") }
-        if let problem = BatchValidator.modelProblem(text) { throw FieldError(field: "model", reason: problem) }
+        if let problem = FieldRules.modelProblem(text) { throw FieldError(field: "model", reason: problem) }
         return text
     }
 
     /// An `os` parameter: a dotted version, of which the major counts.
     public static func osMajor(_ text: String) throws(FieldError) -> Int {
-        guard let major = BatchValidator.osMajor(text) else { throw FieldError(field: "os", reason: "must be a dotted version like 26.1") }
+        guard let major = FieldRules.osMajor(text) else { throw FieldError(field: "os", reason: "must be a dotted version like 26.1") }
         return major
     }
 

@@ -22,6 +22,12 @@ public struct ModelKey: Hashable, Sendable {
     public var model: String
     public var orientation: Orientation
     public var keyboardType: String
+
+    public init(model: String, orientation: Orientation, keyboardType: String) {
+        self.model = model
+        self.orientation = orientation
+        self.keyboardType = keyboardType
+    }
 }
 
 /// Key used to find the other models that measured a language.

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import KBTDCompression
 import KBTDCore
+import KBTDReference
 import Synchronization
 
 /// `kbtd-bench`: reproducible measurements of kbtd (see Benchmarks/run and BENCHMARKS.md).
@@ -32,7 +33,8 @@ struct Decode: ParsableCommand {
         var workload = Workload(seed: seed)
         let now = Date().timeIntervalSince1970
         let bodies = (0..<batches).map { _ in Workload.gzip(workload.batchJSON(now: now)) }
-        let rules = BatchValidator()
+        let rules = FieldRules()
+        let validator = BatchValidator(rules: rules)
         var samples = 0
         let start = ContinuousClock.now
         for body in bodies where stage != .generate {
@@ -44,7 +46,7 @@ struct Decode: ParsableCommand {
                 continue
             }
             let batch = reference
-                ? try rules.validate(json: json, now: now) : try BatchIntake.validate(json: json, now: now, rules: rules)
+                ? try validator.validate(json: json, now: now) : try BatchIntake.validate(json: json, now: now, rules: rules)
             guard stage != .validate else {
                 samples += batch.samples.count
                 continue

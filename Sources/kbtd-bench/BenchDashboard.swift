@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KBTDCore
+import KBTDReport
 
 /// Times `DashboardPage.render` alone (no SQLite, no HTTP) over synthetic
 /// counts with `--keys` distinct keys: what the page costs at 10k and 100k keys.

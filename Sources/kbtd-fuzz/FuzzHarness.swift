@@ -1,5 +1,7 @@
 import KBTDCompression
 import KBTDCore
+import KBTDReference
+import KBTDReport
 
 /// One fuzz input: byte 0 picks the encoding, byte 1 the chunk size the body
 /// arrives in, the rest is the body. It runs the ingest path's pure part
@@ -10,7 +12,7 @@ import KBTDCore
 enum FuzzHarness {
     static let now = 1_763_719_198.0
     /// The daemon's default `max_samples_per_batch`.
-    static let rules = BatchValidator(maxSamples: 10_000)
+    static let rules = FieldRules(maxSamples: 10_000)
     /// Inflated bytes at most (the daemon's default is 8 MiB; inputs are at most 64 KiB).
     static let maxOutput = 1 << 20
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KBTDCore
+import KBTDReport
 import KBTDServer
 
 struct Evaluate: ParsableCommand {
@@ -27,7 +28,7 @@ struct Evaluate: ParsableCommand {
         let (settings, index) = try loadIndex(config: config, database: database)
         let estimator = HeightEstimator(settings: settings.estimator, chain: chain.value)
         let cases = ChainBacktest.cases(index, estimator: estimator, filter: ChainBacktest.Filter(
-            model: model, language: language, osMajor: os.flatMap(BatchValidator.osMajor)))
+            model: model, language: language, osMajor: os.flatMap(FieldRules.osMajor)))
         if self.cases {
             FileHandle.standardOutput.write(Data(BacktestFormatter.casesCSV(cases).utf8))
             return

@@ -83,7 +83,7 @@ func loadIndex(config: String?, database: String?) throws -> (ServerSettings, He
 
 /// `--os` of `stats` and `evaluate`: a version like 26 or 26.1.
 func validateOSOption(_ os: String?) throws {
-    if let os, BatchValidator.osMajor(os) == nil {
+    if let os, FieldRules.osMajor(os) == nil {
         throw ValidationError("--os must be a version like 26 or 26.1, got '\(os)'")
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KBTDCore
+import KBTDReport
 import KBTDServer
 import KBTDStore
 

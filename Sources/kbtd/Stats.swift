@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KBTDCore
+import KBTDReport
 import KBTDStore
 import KBTDServer
 
@@ -32,7 +33,7 @@ struct Stats: ParsableCommand {
         if let database { flags["database"] = database }
         let path = try resolveSettings(config: nil, flags: flags).database
         let store = try openStore(path)
-        let filter = StatsFilter(model: model, language: language, osMajor: os.flatMap(BatchValidator.osMajor))
+        let filter = StatsFilter(model: model, language: language, osMajor: os.flatMap(FieldRules.osMajor))
         let chosen = format ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
         let out = FileHandle.standardOutput
         do {

@@ -9,7 +9,7 @@ import Testing
 @Suite("Intake differential oracle")
 struct IntakeOracleTests {
     static let now = 1_763_719_198.0
-    static let rules = BatchValidator(maxSamples: 10_000)
+    static let rules = FieldRules(maxSamples: 10_000)
 
     /// Every seed and regression input, decoded as the fuzz harness does (byte 0: encoding, byte 1: chunk size).
     @Test func fuzzCorpusAgrees() throws {

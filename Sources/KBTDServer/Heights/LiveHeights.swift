@@ -105,7 +105,7 @@ final class LiveHeights: Sendable {
     /// `os` is cached by its major version (what the estimator uses); the body
     /// echoes the asked string, spliced into the cached bytes.
     func heights(model modelName: String, os: String?, screen: ScreenSize? = nil) -> CachedAnswer {
-        let major = os.flatMap(BatchValidator.osMajor)
+        let major = os.flatMap(FieldRules.osMajor)
         let shared = answer("n|\(modelName)|\(major ?? -1)|\(screen?.description ?? "")") { model in
             let all = model.estimator.allEstimates(model: modelName, osMajor: major, screen: screen, in: model.index)
             return ({ Array(all.serialized().utf8) }, nil, Self.bases(all))

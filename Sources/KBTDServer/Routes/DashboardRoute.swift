@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import KBTDCore
+import KBTDReport
 import KBTDStore
 import NIOPosix
 

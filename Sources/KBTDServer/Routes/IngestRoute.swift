@@ -26,11 +26,11 @@ struct IngestRoute: Sendable {
             return JSONResponse.error(error.status, error.error, detail: error.detail, field: error.field)
         }
 
-        let validator = BatchValidator(maxSamples: limits.maxSamplesPerBatch)
+        let rules = FieldRules(maxSamples: limits.maxSamplesPerBatch)
         let now = Date().timeIntervalSince1970
         var batch: ValidatedBatch
         do {
-            batch = try BatchIntake.validate(json: json, now: now, rules: validator)
+            batch = try BatchIntake.validate(json: json, now: now, rules: rules)
         } catch {
             metrics.batch(.rejected)
             return JSONResponse.invalid(error, "invalid batch")

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import KBTDCore
 import KBTDPostgres
+import KBTDReport
 import KBTDStore
 import NIOPosix
 
@@ -104,9 +105,9 @@ struct OperationsRoutes: Sendable {
     /// Parses a cursor, with the same rules as ingest for each field (openapi.yaml has the pattern).
     static func cursor(_ text: String) -> SeriesKey? {
         let parts = text.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 5, BatchValidator.modelProblem(parts[0]) == nil,
+        guard parts.count == 5, FieldRules.modelProblem(parts[0]) == nil,
               (1...4).contains(parts[1].utf8.count), parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
-              let major = Int(parts[1]), BatchValidator.languageProblem(parts[2]) == nil,
+              let major = Int(parts[1]), FieldRules.languageProblem(parts[2]) == nil,
               let orientation = Orientation(rawValue: parts[3]), KeyboardTypes.all.contains(parts[4]) else { return nil }
         return SeriesKey(model: parts[0], osMajor: major, language: parts[2], orientation: orientation, keyboardType: parts[4])
     }

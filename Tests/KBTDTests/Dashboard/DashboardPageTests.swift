@@ -1,5 +1,6 @@
 import Foundation
 import KBTDCore
+import KBTDReport
 import Testing
 
 /// The page builder alone: counts in, HTML out, no daemon.

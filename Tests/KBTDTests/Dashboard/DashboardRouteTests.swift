@@ -1,5 +1,6 @@
 import Foundation
 import KBTDCore
+import KBTDReport
 import Testing
 
 /// `GET /dashboard`, `kbtd report --html` and 405 on the live daemon.

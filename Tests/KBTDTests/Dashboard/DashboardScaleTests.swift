@@ -1,5 +1,6 @@
 import Foundation
 import KBTDCore
+import KBTDReport
 import KBTDStore
 import Testing
 

@@ -1,19 +1,19 @@
-/// A strict RFC 8259 JSON parser over raw bytes.
+import KBTDCore
+
+/// A strict RFC 8259 JSON parser over raw bytes: the reference `BatchIntake`
+/// was built from (the fuzz oracle), and the tests' reader of JSON answers.
 ///
 /// Why not Foundation's `JSONSerialization`: the ingest port faces the whole
 /// internet, so the parser must reject what Foundation tolerates or mishandles
 /// (duplicate keys, invalid UTF-8, numbers that overflow to infinity, deep
 /// nesting that exhausts the stack) with a message that says where.
 public struct JSONParser {
-    /// Why a document was rejected, with the byte offset where parsing stopped.
-    public struct Error: Swift.Error, Equatable, Sendable, CustomStringConvertible {
-        public var reason: String
-        public var offset: Int
-        public var description: String { "\(reason) at byte \(offset)" }
-    }
+    /// Why a document was rejected, with the byte offset where parsing stopped
+    /// (the same error the intake throws).
+    public typealias Error = JSONSyntaxError
 
     /// Nesting deeper than this is rejected (a batch needs 3 levels).
-    public static let defaultMaxDepth = 32
+    public static let defaultMaxDepth = JSONSyntaxError.maxDepth
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0

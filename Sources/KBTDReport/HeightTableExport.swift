@@ -1,3 +1,5 @@
+import KBTDCore
+
 /// `kbtd export`: every estimate kbtd serves, as one compact JSON document an
 /// app ships in its bundle, so the very first keyboard of a fresh install
 /// (before any network answer) is laid out for the right height.

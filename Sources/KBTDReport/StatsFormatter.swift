@@ -1,3 +1,5 @@
+import KBTDCore
+
 /// `kbtd stats` output formats.
 public enum StatsFormat: String, Sendable, CaseIterable {
     case table, json, csv

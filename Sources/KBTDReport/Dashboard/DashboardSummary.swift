@@ -1,3 +1,5 @@
+import KBTDCore
+
 /// What the page draws: the store's bounded `DashboardData` plus the
 /// estimates marked on the panels and the cold-start percentiles. Nothing here
 /// grows with the number of keys (the data is already cut to its limits).
@@ -71,27 +73,5 @@ struct DashboardSummary {
         durations = data.durations
         curves = data.curves
         thinKeys = data.thinKeys.map { ThinKey(key: $0.key, docked: $0.count) }
-    }
-}
-
-extension Sequence {
-    /// The first `k` elements in `areInIncreasingOrder`'s order, sorted: one pass
-    /// with a small sorted buffer instead of sorting every key (100k keys, 20 shown).
-    func smallest(_ k: Int, by areInIncreasingOrder: (Element, Element) -> Bool) -> [Element] {
-        var best: [Element] = []
-        best.reserveCapacity(k + 1)
-        for element in self {
-            if best.count == k {
-                guard let last = best.last, areInIncreasingOrder(element, last) else { continue }
-                best.removeLast()
-            }
-            var low = 0, high = best.count
-            while low < high {
-                let mid = (low + high) / 2
-                if areInIncreasingOrder(element, best[mid]) { high = mid } else { low = mid + 1 }
-            }
-            best.insert(element, at: low)
-        }
-        return best
     }
 }

@@ -1,3 +1,5 @@
+import KBTDCore
+
 /// Renders `kbtd evaluate` rows as an aligned table, JSON or CSV (the formats of `kbtd stats`).
 public enum BacktestFormatter {
     static let columns = [

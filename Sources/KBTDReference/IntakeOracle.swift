@@ -1,3 +1,5 @@
+import KBTDCore
+
 /// The differential oracle: `BatchIntake` (what the daemon runs) against the
 /// reference it replaced, `JSONParser` + `BatchValidator.validate(document:now:)`
 /// + `AggregateDelta.sampleBySample` (against the grouped `AggregateDelta(batch:)`). Only the fuzz harness and the replay tests call it.
@@ -7,10 +9,10 @@ public enum IntakeOracle {
     /// Nil when both paths accept alike (same batch id, device, samples bit for
     /// bit, rejections and counts) or reject alike (same field and reason);
     /// else what differs.
-    public static func difference(json: [UInt8], now: Double, rules: BatchValidator) -> String? {
+    public static func difference(json: [UInt8], now: Double, rules: FieldRules) -> String? {
         let reference: Result<ValidatedBatch, FieldError>
         do {
-            reference = .success(try rules.validate(json: json, now: now))
+            reference = .success(try BatchValidator(rules: rules).validate(json: json, now: now))
         } catch {
             reference = .failure(error)
         }

@@ -1,0 +1,37 @@
+/// A batch's JSON bytes to a `ValidatedBatch` in one pass: no JSON tree, no dictionary per sample, no `String` per sample (language and
+/// keyboard type are interned once per batch, numbers are read from the bytes).
+///
+/// The values are judged by `FieldRules`. Every decision and every message is
+/// the one the reference tree parser and validator (`KBTDReference`, which the
+/// fuzz harness and `IntakeOracleTests` compare it with) give: a syntax error
+/// anywhere wins over any validation fault, batch-level checks run in the
+/// reference's order whatever the key order in the document, then each
+/// sample's checks in theirs.
+///
+///     let batch = try BatchIntake.validate(json: bytes, now: now, rules: FieldRules(maxSamples: 10_000))
+///     let delta = AggregateDelta(batch: batch)
+public enum BatchIntake {
+    /// Validates raw (inflated) JSON bytes with `rules`' limits; `now` is Unix seconds.
+    public static func validate(json: [UInt8], now: Double, rules: FieldRules) throws(FieldError) -> ValidatedBatch {
+        let result = json.withUnsafeBufferPointer { buffer -> Result<ValidatedBatch, FieldError> in
+            do throws(FieldError) {
+                return .success(try validate(buffer: buffer, now: now, rules: rules))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Validates the bytes in `buffer` (see `validate(json:now:rules:)`).
+    public static func validate(buffer: UnsafeBufferPointer<UInt8>, now: Double, rules: FieldRules) throws(FieldError) -> ValidatedBatch {
+        var scanner = IntakeScanner(bytes: buffer, rules: rules, now: now)
+        defer { scanner.scratch?.deallocate() }
+        do {
+            try scanner.scanDocument()
+        } catch {
+            throw FieldError(field: "", reason: "body is not valid JSON: \(error)")
+        }
+        return try scanner.finish()
+    }
+}

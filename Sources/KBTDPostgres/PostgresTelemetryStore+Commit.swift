@@ -1,0 +1,228 @@
+import Foundation
+import KBTDCore
+import KBTDStore
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// One group commit in one transaction: batch ids, counts, votes, sources, key admission.
+extension PostgresTelemetryStore {
+    // MARK: TelemetryStore
+
+    struct CommitOutcome: Sendable {
+        var result: CommitResult
+        var admitted: Set<UInt64>
+    }
+
+    public func commit(_ batches: [PendingBatch]) throws -> CommitResult {
+        let now = batches.map(\.receivedAt).max() ?? 0
+        if now / 86_400 != touchedDay {
+            touched = []
+            touchedDay = now / 86_400
+        }
+        var touch: [SeriesKey] = []
+        for batch in batches {
+            for key in batch.delta.seriesKeys where admittedKeys.contains(key.fingerprint) && !touched.contains(key.fingerprint) {
+                touch.append(key)
+            }
+        }
+        touch = Array(Set(touch)).sorted(by: SeriesKey.writeOrder)
+        let input = CommitInput(batches: batches, admitted: admittedKeys, rules: admission(), node: node, touch: touch)
+        let database = self.database, marks = self.marks
+        let outcome = try blocking {
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    return try await Self.commitTransaction(input, database: database, marks: marks)
+                } catch let failure as PostgresDatabase.Failure where failure.isRetryable && attempt < 5 {
+                    database.logger.notice("commit retried after \(failure.description)")
+                    continue
+                } catch {
+                    throw PostgresDatabase.failure(error)
+                }
+            }
+        }
+        admittedKeys.formUnion(outcome.admitted)
+        for key in touch { touched.insert(key.fingerprint) }
+        return outcome.result
+    }
+
+    struct CommitInput: Sendable {
+        var batches: [PendingBatch]
+        var admitted: Set<UInt64>
+        var rules: IndexAdmission
+        var node: String
+        /// Admitted keys whose `last_seen` moves today (key order).
+        var touch: [SeriesKey] = []
+    }
+
+    static func commitTransaction(_ input: CommitInput, database: PostgresDatabase, marks: CommitLogMarks) async throws -> CommitOutcome {
+        // A group commit takes milliseconds; one that has not answered in 10 s is given up (its
+        // connection closed, so an unfinished transaction rolls back) and its batches answered 503.
+        try await database.withTransaction(deadline: .seconds(10)) { connection in
+            let logger = database.logger
+            do {
+                try await connection.query("SET LOCAL synchronous_commit = on", logger: logger)
+                // Claim ids in sorted order: two nodes with overlapping retries lock them alike.
+                var firstIndex: [String: Int] = [:]
+                for (index, batch) in input.batches.enumerated() where firstIndex[batch.batchID] == nil {
+                    firstIndex[batch.batchID] = index
+                }
+                let unique = firstIndex.values.sorted { input.batches[$0].batchID < input.batches[$1].batchID }.map { input.batches[$0] }
+                var claimed: Set<String> = []
+                for try await id in try await connection.query(PostgresSQL.claimBatchIDs(unique), logger: logger).decode(String.self) {
+                    claimed.insert(id)
+                }
+                var stored: [Bool] = []
+                var added = AggregateDelta()
+                var trusted: Set<SeriesKey> = []
+                for (index, batch) in input.batches.enumerated() {
+                    let isNew = claimed.contains(batch.batchID) && firstIndex[batch.batchID] == index
+                    stored.append(isNew)
+                    guard isNew else { continue }
+                    added.merge(batch.delta)
+                    if batch.source == .trusted { trusted.formUnion(batch.delta.seriesKeys) }
+                }
+                let now = input.batches.map(\.receivedAt).max() ?? 0
+                try await write(added, seenAt: now, connection: connection, logger: logger)
+                if !input.touch.isEmpty { try await connection.query(PostgresSQL.touchKeys(input.touch, at: now), logger: logger) }
+                let (indexed, admitted, newlyAdmitted) = try await admit(added, trusted: trusted, input: input, now: now,
+                                                                          connection: connection, logger: logger)
+                try await writeHourlyIngest(input.batches, stored: stored, connection: connection, logger: logger)
+                try await writeLedger(input.batches, stored: stored, connection: connection, logger: logger)
+                // Budgets spent by untrusted batches go to the other nodes with the counts (IndexCatchUp).
+                var ledgers: [Int64: SourceLedger] = [:]
+                for (batch, isNew) in zip(input.batches, stored) where isNew && batch.source != .trusted {
+                    let day = batch.receivedAt / 86_400
+                    ledgers[day, default: SourceLedger(day: day)].votes += batch.ledger
+                    if batch.newKeys > 0 { ledgers[day, default: SourceLedger(day: day)].newKeys[batch.source, default: 0] += batch.newKeys }
+                }
+                let spent = ledgers.keys.sorted().map { ledgers[$0]! }.filter { !$0.votes.isEmpty || !$0.newKeys.isEmpty }
+                if !indexed.isEmpty || !spent.isEmpty {
+                    let text = [DeltaCoding.encode(indexed), DeltaCoding.encode(spent)].filter { !$0.isEmpty }.joined(separator: "\n")
+                    for try await id in try await connection.query(
+                        PostgresSQL.logCommit(node: input.node, at: Int64(Date().timeIntervalSince1970), delta: text),
+                        logger: logger).decode(Int.self) {
+                        marks.mark(Int64(id))
+                    }
+                }
+                return CommitOutcome(result: .of(stored: stored, added: indexed, admitted: newlyAdmitted),
+                                     admitted: admitted)
+            } catch {
+                throw PostgresDatabase.failure(error)
+            }
+        }
+    }
+
+    /// Upserts every count of `delta`, table by table, keys in `SeriesKey.writeOrder`; `seenAt`
+    /// (Unix seconds) is when its client networks reported their keys.
+    static func write(_ delta: AggregateDelta, seenAt: Int64, connection: PostgresConnection, logger: Logger) async throws {
+        func order<K>(_ rows: [(K, Int64)], _ series: (K) -> SeriesKey, _ tail: (K, K) -> Bool) -> [(K, Int64)] {
+            rows.sorted { a, b in
+                let (sa, sb) = (series(a.0), series(b.0))
+                if sa != sb { return SeriesKey.writeOrder(sa, sb) }
+                return tail(a.0, b.0)
+            }
+        }
+        if !delta.heights.isEmpty {
+            let rows = order(delta.heights.map { ($0.key, $0.value) }, \.series) {
+                ($0.placement.rawValue, $0.halfPoints) < ($1.placement.rawValue, $1.halfPoints)
+            }
+            try await connection.query(PostgresSQL.upsertHeightCounts(rows), logger: logger)
+        }
+        if !delta.animations.isEmpty {
+            let rows = order(delta.animations.map { ($0.key, $0.value) }, \.series) {
+                ($0.event.rawValue, $0.bin.durationMs, $0.bin.curve) < ($1.event.rawValue, $1.bin.durationMs, $1.bin.curve)
+            }
+            try await connection.query(PostgresSQL.upsertAnimationCounts(rows), logger: logger)
+        }
+        if !delta.coldStarts.isEmpty {
+            let rows = order(delta.coldStarts.map { ($0.key, $0.value) }, \.series) {
+                ($0.preloaded ? 1 : 0, $0.bucket) < ($1.preloaded ? 1 : 0, $1.bucket)
+            }
+            try await connection.query(PostgresSQL.upsertColdStartCounts(rows), logger: logger)
+        }
+        if !delta.safeAreas.isEmpty {
+            let rows = order(delta.safeAreas.map { ($0.key, $0.value) }, \.series) { $0.halfPoints < $1.halfPoints }
+            try await connection.query(PostgresSQL.upsertSeriesBins(rows, table: "safe_area_counts", bin: "safe_area_bin", count: "count"),
+                                       logger: logger)
+        }
+        if !delta.votes.isEmpty {
+            let rows = order(delta.votes.map { ($0.key, $0.value) }, \.series) { $0.halfPoints < $1.halfPoints }
+            try await connection.query(PostgresSQL.upsertSeriesBins(rows, table: "height_votes", bin: "height_bin", count: "votes"),
+                                       logger: logger)
+        }
+        if !delta.sources.isEmpty {
+            var rows: [(SeriesKey, SourceID)] = []
+            for key in delta.sources.keys.sorted(by: SeriesKey.writeOrder) {
+                for id in delta.sources[key]!.sorted() { rows.append((key, id)) }
+            }
+            try await connection.query(PostgresSQL.insertKeySources(rows, seenAt: seenAt), logger: logger)
+        }
+        if !delta.screens.isEmpty {
+            let rows = delta.screens.map { ($0.key, $0.value) }.sorted {
+                ($0.0.model, $0.0.screen.description) < ($1.0.model, $1.0.screen.description)
+            }
+            try await connection.query(PostgresSQL.upsertModelScreens(rows), logger: logger)
+        }
+    }
+
+    /// Registers the commit's keys and decides which reach the index, as the
+    /// SQLite store does; the registry rows are locked (key order) while the
+    /// decision is made, so two nodes never both admit a key (which would put
+    /// its stored counts in the indexes twice).
+    static func admit(_ added: AggregateDelta, trusted: Set<SeriesKey>, input: CommitInput, now: Int64,
+                      connection: PostgresConnection, logger: Logger) async throws -> (AggregateDelta, Set<UInt64>, Int) {
+        var pass: Set<SeriesKey> = []
+        var unknown: [SeriesKey] = []
+        for key in added.seriesKeys {
+            if input.admitted.contains(key.fingerprint) { pass.insert(key) } else { unknown.append(key) }
+        }
+        unknown.sort(by: SeriesKey.writeOrder)
+        var admittedNow: Set<UInt64> = []
+        var newlyAdmitted: [SeriesKey] = []
+        if !unknown.isEmpty {
+            try await connection.query(PostgresSQL.registerKeys(unknown, firstSeen: now), logger: logger)
+            var waiting: [SeriesKey] = []
+            for try await row in try await connection.query(PostgresSQL.lockKeys(unknown), logger: logger) {
+                guard let key = try series(row) else { continue }
+                if try row.decode((String, Int, String, String, String, Bool).self).5 {
+                    // Another node admitted it: pass this commit's counts, as for a cached key.
+                    pass.insert(key)
+                    admittedNow.insert(key.fingerprint)
+                } else {
+                    waiting.append(key)
+                }
+            }
+            var sources: [SeriesKey: (count: Int, trusted: Bool)] = [:]
+            let needCount = waiting.filter { !trusted.contains($0) }
+            if !needCount.isEmpty {
+                for try await row in try await connection.query(PostgresSQL.countKeySources(needCount), logger: logger) {
+                    guard let key = try series(row) else { continue }
+                    let values = try row.decode((String, Int, String, String, String, Int, Bool?).self)
+                    sources[key] = (values.5, values.6 ?? false)
+                }
+            }
+            var room = input.rules.maxIndexedKeys - input.admitted.count
+            for key in waiting {
+                let known = sources[key] ?? (0, false)
+                let confirmed = trusted.contains(key) || known.trusted || known.count >= input.rules.minSources
+                guard confirmed, room > 0 else { continue }
+                room -= 1
+                newlyAdmitted.append(key)
+            }
+            if !newlyAdmitted.isEmpty {
+                try await connection.query(PostgresSQL.admitKeys(newlyAdmitted, at: now), logger: logger)
+                for key in newlyAdmitted { admittedNow.insert(key.fingerprint) }
+            }
+        }
+        var indexed = added.filter { pass.contains($0) }
+        // Screens are counted per model, not per key: the index takes each commit's as they come.
+        indexed.screens = added.screens
+        if !newlyAdmitted.isEmpty {
+            indexed.merge(try await readCounts(keys: newlyAdmitted, connection: connection, logger: logger))
+        }
+        return (indexed, admittedNow, newlyAdmitted.count)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import KBTDCore
+import KBTDStore
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The day's budgets (vote ledger, new-key quotas) and the hourly ingest counts.
+extension PostgresTelemetryStore {
+    static func writeHourlyIngest(_ batches: [PendingBatch], stored: [Bool], connection: PostgresConnection, logger: Logger) async throws {
+        var hours: [Int64: (batches: Int64, samples: Int64, rejected: Int64)] = [:]
+        for (batch, isNew) in zip(batches, stored) where isNew {
+            let hour = batch.receivedAt / 3600 * 3600
+            hours[hour, default: (0, 0, 0)].batches += 1
+            hours[hour, default: (0, 0, 0)].samples += Int64(batch.accepted)
+            hours[hour, default: (0, 0, 0)].rejected += Int64(batch.rejected)
+        }
+        guard !hours.isEmpty else { return }
+        let rows = hours.sorted { $0.key < $1.key }.map { (hour: $0.key, batches: $0.value.batches, samples: $0.value.samples,
+                                                          rejected: $0.value.rejected) }
+        try await connection.query(PostgresSQL.upsertHourlyIngest(rows), logger: logger)
+    }
+
+    /// Persists what the commit's new batches spent of their sources' daily budgets (as
+    /// `SQLiteTelemetryStore` does), deleting earlier days' rows.
+    static func writeLedger(_ batches: [PendingBatch], stored: [Bool], connection: PostgresConnection, logger: Logger) async throws {
+        struct RowKey: Hashable, Comparable {
+            var day: Int64, source: Int64, series: Int64, bin: Int64
+            static func < (a: RowKey, b: RowKey) -> Bool { (a.day, a.source, a.series, a.bin) < (b.day, b.source, b.series, b.bin) }
+        }
+        var votes: [RowKey: (group: Int64, reserve: Int64, votes: Int64)] = [:]
+        var quotas: [RowKey: Int64] = [:]
+        var days: Set<Int64> = []
+        for (batch, isNew) in zip(batches, stored) where isNew && batch.source != .trusted {
+            let day = batch.receivedAt / 86_400
+            days.insert(day)
+            for row in batch.ledger {
+                let key = RowKey(day: day, source: Int64(bitPattern: row.source.value), series: Int64(bitPattern: row.key),
+                                 bin: Int64(row.halfPoints))
+                let reserve: Int64 = row.reserve ? 1 : 0
+                votes[key, default: (Int64(bitPattern: row.group.value), reserve, 0)].votes += row.votes
+            }
+            if batch.newKeys > 0 {
+                quotas[RowKey(day: day, source: Int64(bitPattern: batch.source.value), series: 0, bin: 0), default: 0] += Int64(batch.newKeys)
+            }
+        }
+        guard let today = days.max() else { return }
+        try await connection.query("DELETE FROM vote_ledger WHERE day < \(today)", logger: logger)
+        try await connection.query("DELETE FROM key_quota WHERE day < \(today)", logger: logger)
+        if !votes.isEmpty {
+            let rows = votes.sorted { $0.key < $1.key }.map {
+                (day: $0.key.day, source: $0.key.source, series: $0.key.series, bin: $0.key.bin,
+                 group: $0.value.group, reserve: $0.value.reserve, votes: $0.value.votes)
+            }
+            try await connection.query(PostgresSQL.upsertLedger(rows), logger: logger)
+        }
+        if !quotas.isEmpty {
+            let rows = quotas.sorted { $0.key < $1.key }.map { (day: $0.key.day, source: $0.key.source, created: $0.value) }
+            try await connection.query(PostgresSQL.upsertQuota(rows), logger: logger)
+        }
+    }
+
+    public func loadLedger(day: Int64) throws -> SourceLedger {
+        let database = self.database
+        return try blocking {
+            try await database.withConnection { connection in
+                var ledger = SourceLedger(day: day)
+                for try await (source, series, bin, group, reserve, votes) in try await connection.query("""
+                    SELECT source, series, height_bin, network_group, reserve, votes FROM vote_ledger WHERE day = \(day)
+                    """, logger: database.logger).decode((Int64, Int64, Int64, Int64, Int64, Int64).self) {
+                    ledger.votes.append(LedgerIncrement(
+                        source: SourceID(UInt64(bitPattern: source)), group: SourceID(UInt64(bitPattern: group)),
+                        key: UInt64(bitPattern: series), halfPoints: Int(bin), votes: votes, reserve: reserve != 0))
+                }
+                for try await (source, created) in try await connection.query(
+                    "SELECT source, created FROM key_quota WHERE day = \(day)", logger: database.logger).decode((Int64, Int64).self) {
+                    ledger.newKeys[SourceID(UInt64(bitPattern: source)), default: 0] += Int(created)
+                }
+                return ledger
+            }
+        }
+    }
+}

@@ -1,0 +1,243 @@
+import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
+import KBTDCore
+
+/// One group commit: batch ids, counts, votes, sources, key admission.
+extension SQLiteTelemetryStore {
+    // MARK: SQL, named by what it does
+
+    static let insertBatchID = """
+        INSERT OR IGNORE INTO batches(batch_id, received_at, model, os, accepted, rejected) VALUES (?, ?, ?, ?, ?, ?)
+        """
+    static let upsertHeightCounts = """
+        INSERT INTO height_counts(model, os_major, language, orientation, keyboard_type, placement, height_bin, count)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET count = count + excluded.count
+        """
+    static let upsertAnimationCounts = """
+        INSERT INTO animation_counts(model, os_major, language, orientation, keyboard_type, event, duration_ms, curve, count)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET count = count + excluded.count
+        """
+    static let upsertColdStartCounts = """
+        INSERT INTO cold_start_counts(model, os_major, language, orientation, keyboard_type, preloaded, bucket, bucket_ms, count)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET count = count + excluded.count
+        """
+    static let upsertSafeAreaCounts = """
+        INSERT INTO safe_area_counts(model, os_major, language, orientation, keyboard_type, safe_area_bin, count)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET count = count + excluded.count
+        """
+
+    static let upsertHeightVotes = """
+        INSERT INTO height_votes(model, os_major, language, orientation, keyboard_type, height_bin, votes)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
+        """
+    /// Remembers up to 8 sources per key: enough to tell one source from several.
+    /// A source already remembered only has its last-seen time moved on (`touchKeySource`;
+    /// a network's keyed hash is kept `source_retention_days` after that time), so a change
+    /// here is a new source of the key (the index's support counts them).
+    static let insertKeySource = """
+        INSERT INTO key_sources(model, os_major, language, orientation, keyboard_type, source, seen_at)
+        SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+        WHERE (SELECT COUNT(*) FROM key_sources WHERE model = ?1 AND os_major = ?2 AND language = ?3
+               AND orientation = ?4 AND keyboard_type = ?5 AND source <> ?6) < 8
+        ON CONFLICT DO NOTHING
+        """
+    static let touchKeySource = """
+        UPDATE key_sources SET seen_at = MAX(COALESCE(seen_at, ?), ?)
+        WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ? AND source = ?
+        """
+
+    /// A random retired identifier (`SourceID`): negative, odd, never derived from an address.
+    static let retiredSourceSQL = "-((random() & 9223372036854775807) | 1)"
+
+    /// Batches per model and reported screen (`device.screen`).
+    static let upsertModelScreens = """
+        INSERT INTO model_screens(model, screen, count) VALUES (?, ?, ?)
+        ON CONFLICT DO UPDATE SET count = count + excluded.count
+        """
+
+    /// Samples ingested per hour: the dashboard's "samples over time".
+    static let upsertHourlyIngest = """
+        INSERT INTO hourly_ingest(hour, batches, samples, rejected) VALUES (?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET batches = batches + excluded.batches, samples = samples + excluded.samples,
+            rejected = rejected + excluded.rejected
+        """
+
+    static func keyValues(_ key: SeriesKey) -> [SQLiteValue] {
+        [.text(key.model), .int(Int64(key.osMajor)), .text(key.language), .text(key.orientation.rawValue), .text(key.keyboardType)]
+    }
+
+    // MARK: TelemetryStore
+
+    /// Registers a key, or moves its `last_seen` to this commit's day (at most one write a key a day).
+    static let registerKey = """
+        INSERT INTO keys(model, os_major, language, orientation, keyboard_type, first_seen, admitted_at, last_seen)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?6)
+        ON CONFLICT DO UPDATE SET last_seen = excluded.last_seen WHERE keys.last_seen / 86400 < excluded.last_seen / 86400
+        """
+    static let touchKey = "UPDATE keys SET last_seen = ? WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?"
+    static let evictKey = """
+        UPDATE keys SET admitted_at = NULL
+        WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?
+        """
+    /// Every admitted key with its support: last seen, distinct sources, trusted.
+    static let indexedSupport = """
+        SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type, k.last_seen,
+               COUNT(s.source), COALESCE(MAX(s.source = 0), 0)
+        FROM keys k LEFT JOIN key_sources s ON s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+            AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type
+        WHERE k.admitted_at IS NOT NULL
+        GROUP BY k.model, k.os_major, k.language, k.orientation, k.keyboard_type
+        """
+    static let countKeySources = """
+        SELECT COUNT(*), COALESCE(MAX(source = 0), 0) FROM key_sources
+        WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?
+        """
+    static let admitKey = """
+        UPDATE keys SET admitted_at = ?
+        WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?
+        """
+    static let keyColumns = "model, os_major, language, orientation, keyboard_type"
+    static let oneKey = "model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?"
+
+    public func commit(_ batches: [PendingBatch]) throws -> CommitResult {
+        try db.execute("BEGIN IMMEDIATE;")
+        do {
+            var stored: [Bool] = []
+            stored.reserveCapacity(batches.count)
+            var added = AggregateDelta()
+            var trustedKeys: Set<SeriesKey> = []
+            let insertBatch = try statement(Self.insertBatchID)
+            for batch in batches {
+                try insertBatch.run([.text(batch.batchID), .int(batch.receivedAt), .text(batch.model), .text(batch.os),
+                                     .int(Int64(batch.accepted)), .int(Int64(batch.rejected))])
+                let isNew = db.changes == 1
+                stored.append(isNew)
+                guard isNew else { continue }
+                added.merge(batch.delta)
+                if batch.source == .trusted { trustedKeys.formUnion(batch.delta.seriesKeys) }
+            }
+            let now = batches.map(\.receivedAt).max() ?? 0
+            let newSources = try write(added, seenAt: now)
+            // A failed commit leaves `indexed` ahead of the database: the writer then drops this
+            // store and opens a new one, which reads it again.
+            let outcome = try admit(added, trusted: trustedKeys, newSources: newSources, now: now)
+            try writeHourlyIngest(batches, stored: stored)
+            try writeLedger(batches, stored: stored)
+            try db.execute("COMMIT;")
+            var result = CommitResult(stored: stored, added: outcome.0, admitted: outcome.1)
+            result.evicted = outcome.2
+            return result
+        } catch {
+            try? db.execute("ROLLBACK;")
+            throw error
+        }
+    }
+
+    /// Registers the commit's keys and decides which reach the index: keys
+    /// already admitted pass their new counts; a key reported by a trusted
+    /// peer or by `minSources` networks is confirmed, and enters the index
+    /// while it has room, or else in place of the weakest indexed key it has
+    /// more support than (`IndexedKeys.place`; the displaced key is marked not
+    /// admitted, keeps its counts on disk, and is returned to leave the index);
+    /// an admitted key passes everything stored for it; the rest stay on disk.
+    /// `last_seen` moves at most once a key a UTC day.
+    func admit(_ added: AggregateDelta, trusted: Set<SeriesKey>, newSources: [SeriesKey: (count: Int, trusted: Bool)],
+                       now: Int64) throws -> (AggregateDelta, Int, [SeriesKey]) {
+        let rules = admission()
+        let register = try statement(Self.registerKey)
+        let day = now / 86_400
+        var pass: Set<SeriesKey> = []
+        var candidates: [(SeriesKey, KeySupport)] = []
+        for key in added.seriesKeys {
+            let values = Self.keyValues(key)
+            let fingerprint = key.fingerprint
+            if indexed.contains(fingerprint) {
+                pass.insert(key)
+                let new = newSources[key]
+                if indexed.report(fingerprint, newSources: new?.count ?? 0, trusted: trusted.contains(key) || new?.trusted == true, day: day) {
+                    try statement(Self.touchKey).run([.int(now)] + values)
+                }
+                continue
+            }
+            try register.run(values + [.int(now)])
+            var sources: Int64 = 0
+            var hasTrusted = false
+            try statement(Self.countKeySources).forEachRow(values) { row in
+                sources = row.int(0)
+                hasTrusted = row.int(1) != 0
+            }
+            hasTrusted = hasTrusted || trusted.contains(key)
+            guard hasTrusted || sources >= Int64(rules.minSources) else { continue }
+            candidates.append((key, KeySupport(trusted: hasTrusted, sources: Int(sources), lastSeenDay: day)))
+        }
+        let (newlyAdmitted, evicted) = indexed.place(candidates, capacity: rules.maxIndexedKeys)
+        for key in evicted { try statement(Self.evictKey).run(Self.keyValues(key)) }
+        for key in newlyAdmitted { try statement(Self.admitKey).run([.int(now)] + Self.keyValues(key)) }
+        var delta = added.filter { pass.contains($0) }
+        // Screens are counted per model, not per key: the index takes each commit's as they come.
+        delta.screens = added.screens
+        for key in newlyAdmitted {
+            delta.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
+        }
+        return (delta, newlyAdmitted.count, evicted)
+    }
+
+
+    /// Upserts every count of `delta`; `seenAt` (Unix seconds) is when its client networks reported
+    /// their keys. Returns, per key, the sources `key_sources` took in (new distinct sources, and
+    /// whether one is a trusted peer).
+    @discardableResult
+    func write(_ delta: AggregateDelta, seenAt: Int64) throws(SQLiteError) -> [SeriesKey: (count: Int, trusted: Bool)] {
+        let heights = try statement(Self.upsertHeightCounts)
+        for (key, count) in delta.heights {
+            try heights.run(Self.keyValues(key.series) + [.text(key.placement.rawValue), .double(HeightBin.points(key.halfPoints)), .int(count)])
+        }
+        let animations = try statement(Self.upsertAnimationCounts)
+        for (key, count) in delta.animations {
+            try animations.run(Self.keyValues(key.series) + [.text(key.event.rawValue), .int(Int64(key.bin.durationMs)),
+                                                             .int(Int64(key.bin.curve)), .int(count)])
+        }
+        let coldStarts = try statement(Self.upsertColdStartCounts)
+        for (key, count) in delta.coldStarts {
+            try coldStarts.run(Self.keyValues(key.series) + [.int(key.preloaded ? 1 : 0), .int(Int64(key.bucket)),
+                                                             .double(LogBucket.value(key.bucket)), .int(count)])
+        }
+        let safeAreas = try statement(Self.upsertSafeAreaCounts)
+        for (key, count) in delta.safeAreas {
+            try safeAreas.run(Self.keyValues(key.series) + [.double(HeightBin.points(key.halfPoints)), .int(count)])
+        }
+        let votes = try statement(Self.upsertHeightVotes)
+        for (key, count) in delta.votes {
+            try votes.run(Self.keyValues(key.series) + [.double(HeightBin.points(key.halfPoints)), .int(count)])
+        }
+        let sources = try statement(Self.insertKeySource)
+        let touch = try statement(Self.touchKeySource)
+        var newSources: [SeriesKey: (count: Int, trusted: Bool)] = [:]
+        for (series, ids) in delta.sources {
+            for id in ids {
+                // Only a network's keyed hash has a last-seen time: trusted and retired rows never expire.
+                try sources.run(Self.keyValues(series) + [.int(Int64(bitPattern: id.value)), id.isNetworkHash ? .int(seenAt) : .null])
+                if db.changes == 1 {
+                    newSources[series, default: (0, false)].count += 1
+                    if id == .trusted { newSources[series, default: (0, false)].trusted = true }
+                } else if id.isNetworkHash {
+                    try touch.run([.int(seenAt), .int(seenAt)] + Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
+                }
+            }
+        }
+        if !delta.screens.isEmpty {
+            let screens = try statement(Self.upsertModelScreens)
+            for (key, count) in delta.screens {
+                try screens.run([.text(key.model), .text(key.screen.description), .int(count)])
+            }
+        }
+        return newSources
+    }
+}

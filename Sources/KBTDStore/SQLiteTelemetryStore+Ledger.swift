@@ -1,0 +1,83 @@
+import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
+import KBTDCore
+
+/// The day's budgets (vote ledger, new-key quotas) and the hourly ingest counts.
+extension SQLiteTelemetryStore {
+    static let upsertLedger = """
+        INSERT INTO vote_ledger(day, source, series, height_bin, network_group, reserve, votes) VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
+        """
+    static let upsertQuota = """
+        INSERT INTO key_quota(day, source, created) VALUES (?, ?, ?)
+        ON CONFLICT DO UPDATE SET created = created + excluded.created
+        """
+
+    /// Persists what the commit's new batches spent of their sources' daily budgets; the first
+    /// commit of a UTC day deletes the earlier days' rows (the budgets start over each day).
+    func writeLedger(_ batches: [PendingBatch], stored: [Bool]) throws(SQLiteError) {
+        let upsert = try statement(Self.upsertLedger)
+        let quota = try statement(Self.upsertQuota)
+        for (batch, isNew) in zip(batches, stored) where isNew && batch.source != .trusted {
+            let day = batch.receivedAt / 86_400
+            if day > ledgerDay {
+                try statement("DELETE FROM vote_ledger WHERE day < ?").run([.int(day)])
+                try statement("DELETE FROM key_quota WHERE day < ?").run([.int(day)])
+                ledgerDay = day
+            }
+            for row in batch.ledger {
+                try upsert.run([.int(day), .int(Int64(bitPattern: row.source.value)), .int(Int64(bitPattern: row.key)),
+                                .int(Int64(row.halfPoints)), .int(Int64(bitPattern: row.group.value)), .int(row.reserve ? 1 : 0),
+                                .int(row.votes)])
+            }
+            if batch.newKeys > 0 {
+                try quota.run([.int(day), .int(Int64(bitPattern: batch.source.value)), .int(Int64(batch.newKeys))])
+            }
+        }
+    }
+
+    public func loadLedger(day: Int64) throws -> SourceLedger {
+        var ledger = SourceLedger(day: day)
+        guard try hasTable("vote_ledger") else { return ledger }
+        try statement("""
+            SELECT source, series, height_bin, network_group, reserve, votes FROM vote_ledger WHERE day = ?
+            """).forEachRow([.int(day)]) { row in
+            ledger.votes.append(LedgerIncrement(
+                source: SourceID(UInt64(bitPattern: row.int(0))), group: SourceID(UInt64(bitPattern: row.int(3))),
+                key: UInt64(bitPattern: row.int(1)), halfPoints: Int(row.int(2)), votes: row.int(5), reserve: row.int(4) != 0))
+        }
+        try statement("SELECT source, created FROM key_quota WHERE day = ?").forEachRow([.int(day)]) { row in
+            ledger.newKeys[SourceID(UInt64(bitPattern: row.int(0))), default: 0] += Int(row.int(1))
+        }
+        return ledger
+    }
+
+    func writeHourlyIngest(_ batches: [PendingBatch], stored: [Bool]) throws(SQLiteError) {
+        var hours: [Int64: (batches: Int64, samples: Int64, rejected: Int64)] = [:]
+        for (batch, isNew) in zip(batches, stored) where isNew {
+            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].batches += 1
+            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].samples += Int64(batch.accepted)
+            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].rejected += Int64(batch.rejected)
+        }
+        let upsert = try statement(Self.upsertHourlyIngest)
+        for (hour, counts) in hours {
+            try upsert.run([.int(hour), .int(counts.batches), .int(counts.samples), .int(counts.rejected)])
+        }
+    }
+
+    /// Batches and samples stored per hour from `since` (Unix seconds) on, oldest first;
+    /// empty for a database from before the table existed (opened read-only, not migrated).
+    public func hourlyIngest(since: Int64) throws -> [HourlyIngest] {
+        var exists = false
+        try statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hourly_ingest'").forEachRow { _ in exists = true }
+        guard exists else { return [] }
+        var hours: [HourlyIngest] = []
+        try statement("SELECT hour, batches, samples, rejected FROM hourly_ingest WHERE hour >= ? ORDER BY hour")
+            .forEachRow([.int(since)]) { row in
+                hours.append(HourlyIngest(hour: row.int(0), batches: row.int(1), samples: row.int(2), rejected: row.int(3)))
+            }
+        return hours
+    }
+}

@@ -1,0 +1,110 @@
+import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
+import KBTDCore
+
+/// Pruning, retention, checkpoints and checks outside the commit path.
+extension SQLiteTelemetryStore {
+    public func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {
+        try db.execute("BEGIN IMMEDIATE;")
+        do {
+            var doomed: [SeriesKey] = []
+            // Never confirmed: no trusted peer and fewer than min_sources networks (a confirmed
+            // key that only waits for room in a full index is kept).
+            let unconfirmed = """
+                SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
+                WHERE k.admitted_at IS NULL AND k.first_seen < ?
+                AND (SELECT COUNT(*) + COALESCE(MAX(s.source = 0), 0) * 1000 FROM key_sources s
+                     WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+                     AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type) < ?
+                LIMIT ?
+                """
+            try statement(unconfirmed)
+                .forEachRow([.int(cutoff), .int(Int64(admission().minSources)), .int(Int64(limit))]) { row in
+                    if let key = Self.series(row) { doomed.append(key) }
+                }
+            for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
+                          "key_sources", "keys"] {
+                let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
+                for key in doomed { try delete.run(Self.keyValues(key)) }
+            }
+            try db.execute("COMMIT;")
+            return doomed
+        } catch {
+            try? db.execute("ROLLBACK;")
+            throw error
+        }
+    }
+
+    public func retireSources(seenBefore cutoff: Int64) throws -> Int {
+        try statement("""
+            UPDATE key_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
+            WHERE source > 0 AND COALESCE(seen_at, 0) < ?
+            """).run([.int(cutoff)])
+        return db.changes
+    }
+
+    public func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {
+        try db.execute("BEGIN IMMEDIATE;")
+        do {
+            var doomed: [SeriesKey] = []
+            let idle = """
+                SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
+                WHERE k.last_seen < ?
+                AND NOT EXISTS (SELECT 1 FROM key_sources s
+                     WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+                     AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type AND s.source = 0)
+                LIMIT ?
+                """
+            try statement(idle).forEachRow([.int(cutoff), .int(Int64(limit))]) { row in
+                if let key = Self.series(row) { doomed.append(key) }
+            }
+            for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
+                          "key_sources", "keys"] {
+                let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
+                for key in doomed { try delete.run(Self.keyValues(key)) }
+            }
+            try db.execute("COMMIT;")
+            for key in doomed { indexed.remove(key) }
+            return doomed
+        } catch {
+            try? db.execute("ROLLBACK;")
+            throw error
+        }
+    }
+
+    public func checkpointIfLarge(limit: Int64) -> Int64 {
+        var info = stat()
+        guard stat(path + "-wal", &info) == 0 else { return 0 }
+        guard Int64(info.st_size) > limit else { return Int64(info.st_size) }
+        // Never wait for readers here: a reader holding an old snapshot makes
+        // the checkpoint busy, and the next commit tries again.
+        sqlite3_busy_timeout(db.handle, 0)
+        _ = try? db.execute("PRAGMA wal_checkpoint(TRUNCATE);")
+        sqlite3_busy_timeout(db.handle, 5000)
+        guard stat(path + "-wal", &info) == 0 else { return 0 }
+        return Int64(info.st_size)
+    }
+
+    public func pruneBatchIDs(receivedBefore cutoff: Int64) throws -> Int {
+        try statement("DELETE FROM batches WHERE received_at < ?").run([.int(cutoff)])
+        let removed = db.changes
+        // Hourly ingest counts share the batch ids' retention (whole hours before the cutoff).
+        try statement("DELETE FROM hourly_ingest WHERE hour + 3600 <= ?").run([.int(cutoff)])
+        return removed
+    }
+
+    public func batchIDCount() throws -> Int {
+        var count = 0
+        try statement("SELECT COUNT(*) FROM batches").forEachRow { count = Int($0.int(0)) }
+        return count
+    }
+
+    /// `PRAGMA integrity_check`'s answer (`ok` when sound).
+    public func integrityCheck() throws -> String {
+        var lines: [String] = []
+        try db.prepare("PRAGMA integrity_check").forEachRow { lines.append($0.text(0)) }
+        return lines.joined(separator: "\n")
+    }
+}

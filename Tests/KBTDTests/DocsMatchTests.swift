@@ -130,4 +130,58 @@ struct DocsMatchTests {
         let missing = names.sorted().filter { !page.contains("`\($0)`") && !page.contains("`\($0){") }
         #expect(missing.isEmpty, "metrics missing from docs/monitoring.md: \(missing)")
     }
+
+    /// The status codes kbtd's own code answers with: `HTTPResponse.Status` names used in the
+    /// server and command-line sources, and codes written as numbers (`code: 431`, `status: 400`),
+    /// plus the router's 404, which Hummingbird answers for kbtd.
+    static func statusCodesInTheCode() throws -> Set<Int> {
+        let names = ["ok": 200, "accepted": 202, "noContent": 204, "notModified": 304, "badRequest": 400,
+                     "unauthorized": 401, "forbidden": 403, "notFound": 404, "methodNotAllowed": 405,
+                     "requestTimeout": 408, "conflict": 409, "lengthRequired": 411, "contentTooLarge": 413,
+                     "uriTooLong": 414, "unsupportedMediaType": 415, "unprocessableContent": 422, "tooManyRequests": 429,
+                     "requestHeaderFieldsTooLarge": 431, "internalServerError": 500, "notImplemented": 501,
+                     "serviceUnavailable": 503]
+        var codes: Set<Int> = [404]
+        let root = TestPaths.repositoryRoot.appendingPathComponent("Sources")
+        for directory in ["KBTDServer", "kbtd"] {
+            let enumerator = FileManager.default.enumerator(at: root.appendingPathComponent(directory), includingPropertiesForKeys: nil)
+            while let file = enumerator?.nextObject() as? URL {
+                guard file.pathExtension == "swift" else { continue }
+                let text = try String(contentsOf: file, encoding: .utf8)
+                for (name, code) in names where text.contains("." + name + ")") || text.contains("." + name + ",")
+                    || text.contains("." + name + " ") || text.contains("." + name + "\n") || text.contains(": ." + name) {
+                    codes.insert(code)
+                }
+                for prefix in ["code: ", "status: "] {
+                    var rest = Substring(text)
+                    while let range = rest.range(of: prefix) {
+                        rest = rest[range.upperBound...]
+                        if let code = Int(rest.prefix(3)), (100...599).contains(code), !rest.dropFirst(3).first!.isNumber { codes.insert(code) }
+                    }
+                }
+            }
+        }
+        return codes
+    }
+
+    @Test func everyStatusTheServerAnswersIsInTheAPIDocsAndOpenAPI() throws {
+        let codes = try Self.statusCodesInTheCode()
+        #expect(codes.isSuperset(of: [200, 202, 304, 400, 413, 415, 429, 503]), "the scan finds the codes it should: \(codes.sorted())")
+        let page = try Self.read("docs/http-api.md")
+        let openAPI = try Self.read("openapi.yaml")
+        // The code as a number of its own (not inside 1431 or 4040).
+        func mentions(_ text: String, _ code: Int) -> Bool {
+            var rest = Substring(text)
+            while let range = rest.range(of: String(code)) {
+                let before = rest[..<range.lowerBound].last, after = rest[range.upperBound...].first
+                if !(before?.isNumber ?? false) && !(after?.isNumber ?? false) { return true }
+                rest = rest[range.upperBound...]
+            }
+            return false
+        }
+        let missingFromPage = codes.sorted().filter { !mentions(page, $0) }
+        let missingFromOpenAPI = codes.sorted().filter { !mentions(openAPI, $0) }
+        #expect(missingFromPage.isEmpty, "status codes missing from docs/http-api.md: \(missingFromPage)")
+        #expect(missingFromOpenAPI.isEmpty, "status codes missing from openapi.yaml: \(missingFromOpenAPI)")
+    }
 }

@@ -11,7 +11,13 @@ final class TestNginx {
     static let streamModule = "/usr/lib/nginx/modules/ngx_stream_module.so"
     static let installed = FileManager.default.isExecutableFile(atPath: binary)
         && FileManager.default.fileExists(atPath: streamModule)
-    static let missing = "nginx is not installed: `apt-get install nginx-light libnginx-mod-stream` (scripts/dev deps and .ci/run install it)"
+    /// The skip message names what is missing: nginx itself, or only its stream module.
+    static var missing: String {
+        let what = FileManager.default.isExecutableFile(atPath: binary)
+            ? "nginx's stream module (\(streamModule)) is not installed: `apt-get install libnginx-mod-stream`"
+            : "nginx is not installed: `apt-get install nginx-light libnginx-mod-stream`"
+        return what + " (scripts/dev deps and .ci/run install it)"
+    }
 
     let directory: URL
     /// HTTP reverse proxy to kbtd's plain port, adding X-Forwarded-For.

@@ -12,7 +12,6 @@ extension PostgresTelemetryStore {
         let database = self.database
         return try blocking {
             try await database.withTransaction { connection in
-                var doomed: [SeriesKey] = []
                 let b = SQLBinds()
                 let sql = """
                     SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
@@ -24,22 +23,29 @@ extension PostgresTelemetryStore {
                     LIMIT \(b(limit))
                     FOR UPDATE OF k SKIP LOCKED
                     """
-                for try await row in try await connection.query(b.query(sql), logger: database.logger) {
-                    if let key = try Self.series(row) { doomed.append(key) }
-                }
-                guard !doomed.isEmpty else { return doomed }
-                var arrays = KeyArrays()
-                doomed.forEach { arrays.append($0) }
-                for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                              "key_sources", "keys"] {
-                    let d = SQLBinds()
-                    try await connection.query(d.query("""
-                        DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(d))))
-                        """), logger: database.logger)
-                }
-                return doomed
+                return try await Self.deleteKeys(selectedBy: b.query(sql), connection: connection, logger: database.logger)
             }
         }
+    }
+
+    /// Deletes the keys `select` names (inside the caller's transaction), with every count,
+    /// source and registry row; returns them.
+    static func deleteKeys(selectedBy select: PostgresQuery, connection: PostgresConnection, logger: Logger) async throws -> [SeriesKey] {
+        var doomed: [SeriesKey] = []
+        for try await row in try await connection.query(select, logger: logger) {
+            if let key = try series(row) { doomed.append(key) }
+        }
+        guard !doomed.isEmpty else { return doomed }
+        var arrays = KeyArrays()
+        doomed.forEach { arrays.append($0) }
+        for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
+                      "key_sources", "keys"] {
+            let d = SQLBinds()
+            try await connection.query(d.query("""
+                DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(d))))
+                """), logger: logger)
+        }
+        return doomed
     }
 
     /// In slices of 5,000 rows, skipping rows a commit holds (never waiting on one, so never
@@ -81,7 +87,6 @@ extension PostgresTelemetryStore {
         let database = self.database
         let doomed: [SeriesKey] = try blocking {
             try await database.withTransaction { connection in
-                var doomed: [SeriesKey] = []
                 let b = SQLBinds()
                 let sql = """
                     SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
@@ -93,20 +98,7 @@ extension PostgresTelemetryStore {
                     LIMIT \(b(limit))
                     FOR UPDATE OF k SKIP LOCKED
                     """
-                for try await row in try await connection.query(b.query(sql), logger: database.logger) {
-                    if let key = try Self.series(row) { doomed.append(key) }
-                }
-                guard !doomed.isEmpty else { return doomed }
-                var arrays = KeyArrays()
-                doomed.forEach { arrays.append($0) }
-                for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                              "key_sources", "keys"] {
-                    let d = SQLBinds()
-                    try await connection.query(d.query("""
-                        DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(d))))
-                        """), logger: database.logger)
-                }
-                return doomed
+                return try await Self.deleteKeys(selectedBy: b.query(sql), connection: connection, logger: database.logger)
             }
         }
         for key in doomed { admittedKeys.remove(key.fingerprint) }

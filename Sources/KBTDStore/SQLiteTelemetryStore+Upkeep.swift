@@ -7,29 +7,34 @@ import KBTDCore
 /// Pruning, retention, checkpoints and checks outside the commit path.
 extension SQLiteTelemetryStore {
     public func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {
+        // Never confirmed: no trusted peer and fewer than min_sources networks (a confirmed
+        // key that only waits for room in a full index is kept).
+        try deleteKeys(selectedBy: """
+            SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
+            WHERE k.admitted_at IS NULL AND k.first_seen < ?
+            AND (SELECT COUNT(*) + COALESCE(MAX(s.source = 0), 0) * 1000 FROM key_sources s
+                 WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+                 AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type) < ?
+            LIMIT ?
+            """, [.int(cutoff), .int(Int64(admission().minSources)), .int(Int64(limit))])
+    }
+
+    /// Deletes the keys `select` names, with every count, source and registry row, in one
+    /// transaction; the index's bookkeeping forgets them once it commits.
+    private func deleteKeys(selectedBy select: String, _ values: [SQLiteValue]) throws -> [SeriesKey] {
         try db.execute("BEGIN IMMEDIATE;")
         do {
             var doomed: [SeriesKey] = []
-            // Never confirmed: no trusted peer and fewer than min_sources networks (a confirmed
-            // key that only waits for room in a full index is kept).
-            let unconfirmed = """
-                SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
-                WHERE k.admitted_at IS NULL AND k.first_seen < ?
-                AND (SELECT COUNT(*) + COALESCE(MAX(s.source = 0), 0) * 1000 FROM key_sources s
-                     WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
-                     AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type) < ?
-                LIMIT ?
-                """
-            try statement(unconfirmed)
-                .forEachRow([.int(cutoff), .int(Int64(admission().minSources)), .int(Int64(limit))]) { row in
-                    if let key = Self.series(row) { doomed.append(key) }
-                }
+            try statement(select).forEachRow(values) { row in
+                if let key = Self.series(row) { doomed.append(key) }
+            }
             for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
                           "key_sources", "keys"] {
                 let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
                 for key in doomed { try delete.run(Self.keyValues(key)) }
             }
             try db.execute("COMMIT;")
+            for key in doomed { indexed.remove(key) }
             return doomed
         } catch {
             try? db.execute("ROLLBACK;")
@@ -46,32 +51,14 @@ extension SQLiteTelemetryStore {
     }
 
     public func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {
-        try db.execute("BEGIN IMMEDIATE;")
-        do {
-            var doomed: [SeriesKey] = []
-            let idle = """
-                SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
-                WHERE k.last_seen < ?
-                AND NOT EXISTS (SELECT 1 FROM key_sources s
-                     WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
-                     AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type AND s.source = 0)
-                LIMIT ?
-                """
-            try statement(idle).forEachRow([.int(cutoff), .int(Int64(limit))]) { row in
-                if let key = Self.series(row) { doomed.append(key) }
-            }
-            for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                          "key_sources", "keys"] {
-                let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
-                for key in doomed { try delete.run(Self.keyValues(key)) }
-            }
-            try db.execute("COMMIT;")
-            for key in doomed { indexed.remove(key) }
-            return doomed
-        } catch {
-            try? db.execute("ROLLBACK;")
-            throw error
-        }
+        try deleteKeys(selectedBy: """
+            SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
+            WHERE k.last_seen < ?
+            AND NOT EXISTS (SELECT 1 FROM key_sources s
+                 WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+                 AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type AND s.source = 0)
+            LIMIT ?
+            """, [.int(cutoff), .int(Int64(limit))])
     }
 
     public func checkpointIfLarge(limit: Int64) -> Int64 {

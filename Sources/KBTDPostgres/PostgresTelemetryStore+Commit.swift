@@ -90,17 +90,12 @@ extension PostgresTelemetryStore {
                 let (indexed, admitted, newlyAdmitted) = try await admit(added, trusted: trusted, input: input, now: now,
                                                                           connection: connection, logger: logger)
                 try await writeHourlyIngest(input.batches, stored: stored, connection: connection, logger: logger)
-                try await writeLedger(input.batches, stored: stored, connection: connection, logger: logger)
+                let spent = SourceLedger.spent(by: input.batches, stored: stored)
+                try await writeLedger(spent, connection: connection, logger: logger)
                 // Budgets spent by untrusted batches go to the other nodes with the counts (IndexCatchUp).
-                var ledgers: [Int64: SourceLedger] = [:]
-                for (batch, isNew) in zip(input.batches, stored) where isNew && batch.source != .trusted {
-                    let day = batch.receivedAt / 86_400
-                    ledgers[day, default: SourceLedger(day: day)].votes += batch.ledger
-                    if batch.newKeys > 0 { ledgers[day, default: SourceLedger(day: day)].newKeys[batch.source, default: 0] += batch.newKeys }
-                }
-                let spent = ledgers.keys.sorted().map { ledgers[$0]! }.filter { !$0.votes.isEmpty || !$0.newKeys.isEmpty }
-                if !indexed.isEmpty || !spent.isEmpty {
-                    let text = [DeltaCoding.encode(indexed), DeltaCoding.encode(spent)].filter { !$0.isEmpty }.joined(separator: "\n")
+                let shared = spent.filter { !$0.votes.isEmpty || !$0.newKeys.isEmpty }
+                if !indexed.isEmpty || !shared.isEmpty {
+                    let text = [DeltaCoding.encode(indexed), DeltaCoding.encode(shared)].filter { !$0.isEmpty }.joined(separator: "\n")
                     for try await id in try await connection.query(
                         PostgresSQL.logCommit(node: input.node, at: Int64(Date().timeIntervalSince1970), delta: text),
                         logger: logger).decode(Int.self) {

@@ -21,30 +21,23 @@ extension PostgresTelemetryStore {
         try await connection.query(PostgresSQL.upsertHourlyIngest(rows), logger: logger)
     }
 
-    /// Persists what the commit's new batches spent of their sources' daily budgets (as
+    /// Persists what a commit spent of the daily budgets (`SourceLedger.spent`, as
     /// `SQLiteTelemetryStore` does), deleting earlier days' rows.
-    static func writeLedger(_ batches: [PendingBatch], stored: [Bool], connection: PostgresConnection, logger: Logger) async throws {
+    static func writeLedger(_ ledgers: [SourceLedger], connection: PostgresConnection, logger: Logger) async throws {
         struct RowKey: Hashable, Comparable {
             var day: Int64, source: Int64, series: Int64, bin: Int64
             static func < (a: RowKey, b: RowKey) -> Bool { (a.day, a.source, a.series, a.bin) < (b.day, b.source, b.series, b.bin) }
         }
+        guard let today = ledgers.last?.day else { return }
+        // One row per key: a statement may not update a row twice.
         var votes: [RowKey: (group: Int64, reserve: Int64, votes: Int64)] = [:]
-        var quotas: [RowKey: Int64] = [:]
-        var days: Set<Int64> = []
-        for (batch, isNew) in zip(batches, stored) where isNew && batch.source != .trusted {
-            let day = batch.receivedAt / 86_400
-            days.insert(day)
-            for row in batch.ledger {
-                let key = RowKey(day: day, source: Int64(bitPattern: row.source.value), series: Int64(bitPattern: row.key),
+        for ledger in ledgers {
+            for row in ledger.votes {
+                let key = RowKey(day: ledger.day, source: Int64(bitPattern: row.source.value), series: Int64(bitPattern: row.key),
                                  bin: Int64(row.halfPoints))
-                let reserve: Int64 = row.reserve ? 1 : 0
-                votes[key, default: (Int64(bitPattern: row.group.value), reserve, 0)].votes += row.votes
-            }
-            if batch.newKeys > 0 {
-                quotas[RowKey(day: day, source: Int64(bitPattern: batch.source.value), series: 0, bin: 0), default: 0] += Int64(batch.newKeys)
+                votes[key, default: (Int64(bitPattern: row.group.value), row.reserve ? 1 : 0, 0)].votes += row.votes
             }
         }
-        guard let today = days.max() else { return }
         try await connection.query("DELETE FROM vote_ledger WHERE day < \(today)", logger: logger)
         try await connection.query("DELETE FROM key_quota WHERE day < \(today)", logger: logger)
         if !votes.isEmpty {
@@ -54,10 +47,10 @@ extension PostgresTelemetryStore {
             }
             try await connection.query(PostgresSQL.upsertLedger(rows), logger: logger)
         }
-        if !quotas.isEmpty {
-            let rows = quotas.sorted { $0.key < $1.key }.map { (day: $0.key.day, source: $0.key.source, created: $0.value) }
-            try await connection.query(PostgresSQL.upsertQuota(rows), logger: logger)
-        }
+        let quotas = ledgers.flatMap { ledger in
+            ledger.newKeys.map { (day: ledger.day, source: Int64(bitPattern: $0.key.value), created: Int64($0.value)) }
+        }.sorted { ($0.day, $0.source) < ($1.day, $1.source) }
+        if !quotas.isEmpty { try await connection.query(PostgresSQL.upsertQuota(quotas), logger: logger) }
     }
 
     public func loadLedger(day: Int64) throws -> SourceLedger {

@@ -129,7 +129,7 @@ extension SQLiteTelemetryStore {
             // store and opens a new one, which reads it again.
             let outcome = try admit(added, trusted: trustedKeys, newSources: newSources, now: now)
             try writeHourlyIngest(batches, stored: stored)
-            try writeLedger(batches, stored: stored)
+            try writeLedger(SourceLedger.spent(by: batches, stored: stored))
             try db.execute("COMMIT;")
             var result = CommitResult(stored: stored, added: outcome.0, admitted: outcome.1)
             result.evicted = outcome.2

@@ -15,25 +15,25 @@ extension SQLiteTelemetryStore {
         ON CONFLICT DO UPDATE SET created = created + excluded.created
         """
 
-    /// Persists what the commit's new batches spent of their sources' daily budgets; the first
+    /// Persists what a commit spent of the daily budgets (`SourceLedger.spent`); the first
     /// commit of a UTC day deletes the earlier days' rows (the budgets start over each day).
-    func writeLedger(_ batches: [PendingBatch], stored: [Bool]) throws(SQLiteError) {
+    func writeLedger(_ ledgers: [SourceLedger]) throws(SQLiteError) {
         let upsert = try statement(Self.upsertLedger)
         let quota = try statement(Self.upsertQuota)
-        for (batch, isNew) in zip(batches, stored) where isNew && batch.source != .trusted {
-            let day = batch.receivedAt / 86_400
+        for ledger in ledgers {
+            let day = ledger.day
             if day > ledgerDay {
                 try statement("DELETE FROM vote_ledger WHERE day < ?").run([.int(day)])
                 try statement("DELETE FROM key_quota WHERE day < ?").run([.int(day)])
                 ledgerDay = day
             }
-            for row in batch.ledger {
+            for row in ledger.votes {
                 try upsert.run([.int(day), .int(Int64(bitPattern: row.source.value)), .int(Int64(bitPattern: row.key)),
                                 .int(Int64(row.halfPoints)), .int(Int64(bitPattern: row.group.value)), .int(row.reserve ? 1 : 0),
                                 .int(row.votes)])
             }
-            if batch.newKeys > 0 {
-                try quota.run([.int(day), .int(Int64(bitPattern: batch.source.value)), .int(Int64(batch.newKeys))])
+            for (source, created) in ledger.newKeys {
+                try quota.run([.int(day), .int(Int64(bitPattern: source.value)), .int(Int64(created))])
             }
         }
     }

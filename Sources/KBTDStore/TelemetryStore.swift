@@ -95,3 +95,18 @@ public protocol TelemetryStore: AnyObject {
     /// How many batch ids are remembered.
     func batchIDCount() throws -> Int
 }
+
+extension SourceLedger {
+    /// What a commit's new untrusted batches spent of their sources' daily budgets, one ledger
+    /// per UTC day in day order (a day whose batches spent nothing still has its, empty): what
+    /// each store persists and what a PostgreSQL commit sends the other nodes.
+    public static func spent(by batches: [PendingBatch], stored: [Bool]) -> [SourceLedger] {
+        var byDay: [Int64: SourceLedger] = [:]
+        for (batch, isNew) in zip(batches, stored) where isNew && batch.source != .trusted {
+            let day = batch.receivedAt / 86_400
+            byDay[day, default: SourceLedger(day: day)].votes += batch.ledger
+            if batch.newKeys > 0 { byDay[day, default: SourceLedger(day: day)].newKeys[batch.source, default: 0] += batch.newKeys }
+        }
+        return byDay.keys.sorted().map { byDay[$0]! }
+    }
+}

@@ -247,13 +247,16 @@ public struct SourcePolicy: Sendable {
         if today != day { start(day: today) }
         var capped: [SeriesBin: Int64] = [:]
         var increments: [LedgerIncrement] = []
-        // In a stable order, so which entries fit a nearly spent budget does not depend on hashing.
-        for (key, count) in delta.votes.sorted(by: { ($0.key.series.fingerprint, $0.key.halfPoints) < ($1.key.series.fingerprint, $1.key.halfPoints) }) {
+        // In a stable order, so which entries fit a nearly spent budget does not depend on hashing;
+        // each key's fingerprint (a hash of its strings) is computed once, not in every comparison.
+        let ordered = delta.votes.map { (fingerprint: $0.key.series.fingerprint, key: $0.key, count: $0.value) }
+            .sorted { ($0.fingerprint, $0.key.halfPoints) < ($1.fingerprint, $1.key.halfPoints) }
+        for (fingerprint, key, count) in ordered {
             guard Self.plausible(halfPoints: key.halfPoints, orientation: key.series.orientation, screen: screen) else {
                 implausibleVotes += count
                 continue
             }
-            let voteKey = VoteKey(source: source, key: key.series.fingerprint, halfPoints: key.halfPoints)
+            let voteKey = VoteKey(source: source, key: fingerprint, halfPoints: key.halfPoints)
             let used: Int64
             var reserve = false
             if let existing = granted[voteKey] {

@@ -24,14 +24,14 @@ public struct KBTDRequestContext: RequestContext, RemoteAddressRequestContext {
     public let remoteAddress: SocketAddress?
     /// The client's network (`ClientNetwork`): what rate limits and the poisoning defence count by.
     public let clientNetwork: String
-    /// The network's group (`ClientNetwork.group`: an IPv4 /16, an IPv6 /48): what the key capacity rules count by.
-    public let clientGroup: String
+    /// The network's group (`ClientNetwork.group`: an IPv4 /16, an IPv6 /48): what the key capacity
+    /// rules and the vote ledger count by. Computed when asked (ingest only), not for every request.
+    public var clientGroup: String { ClientNetwork.group(of: remoteAddress) }
 
     public init(source: KBTDRequestSource) {
         coreContext = .init(source: source)
         remoteAddress = source.remoteAddress
         clientNetwork = ClientNetwork.of(source.remoteAddress)
-        clientGroup = ClientNetwork.group(of: source.remoteAddress)
     }
 
     /// True for the Unix socket.

@@ -19,15 +19,6 @@ struct CapacityTests {
 
     static func accepted(_ response: HTTPTestResponse) -> Int { Int(response.json?["accepted"]?.double ?? 0) }
 
-    /// Reopens `database` once the app that held it let go of its lock.
-    static func reopen(_ environment: [String: String], database: String) async throws -> InProcessApp {
-        for _ in 0..<200 {
-            if let app = try? InProcessApp(environment: environment, database: database) { return app }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try InProcessApp(environment: environment, database: database)
-    }
-
     // MARK: the index
 
     /// 3 networks confirm 60 junk keys, filling a 50-key index. A real model
@@ -70,7 +61,7 @@ struct CapacityTests {
             // After a restart the index is what the store marks admitted: the same answers.
             await app.app.shutdown()
         }
-        let again = try await Self.reopen(environment, database: database)
+        let again = try InProcessApp(environment: environment, database: database)  // shutdown() released the lock
         #expect(try await again.metric("kbtd_index_keys") == 50)
         #expect(try await again.get("/v1/height?model=iPhone18,1&language=en-US&os=26.1").json?["height"] == .number(336))
         #expect(try await again.get("/v1/height?model=iPhone18,2&language=en-US&os=26.1").json?["height"] == .number(352))
@@ -174,7 +165,7 @@ struct CapacityTests {
         // After a restart, the untrusted share is still full and trusted peers still create keys.
         await app!.app.shutdown()
         app = nil
-        let again = try await Self.reopen(environment, database: database)
+        let again = try InProcessApp(environment: environment, database: database)  // shutdown() released the lock
         let stranger = try await Self.post(again, from: "10.30.0.1", model: "iPhone18,4", samples: shows(2, height: 336))
         #expect(Self.accepted(stranger) == 0)
         let operatorKeys = try await Self.post(again, from: "unix", model: "iPhone18,5", samples: (0..<5).map {

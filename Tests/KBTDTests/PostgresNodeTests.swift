@@ -88,31 +88,36 @@ struct PostgresNodeTests {
         for node in nodes { #expect(node.stop() == 0) }
     }
 
+    /// Loopback is a stranger, 5 new keys a network a day; the nodes of one cluster share the source
+    /// key (docs/scaling-out.md): the same network is the same source on each.
+    static let budgetsEnvironment = ["KBTD_TRUSTED_PEERS": "unix", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
+                                     "KBTD_MAX_NEW_KEYS_PER_SOURCE_PER_DAY": "5", "KBTD_SOURCE_KEY": "00112233445566778899aabbccddeeff"]
+
+    /// A gzip batch of `samples` posted to `node` from the loopback address `source`.
+    static func post(_ node: TestDaemon, from source: String, _ samples: [TestSample]) throws -> HTTPTestResponse {
+        try node.connection(from: source).request(
+            "POST", "/v1/batches", headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+            body: gzip(batchBody(samples: samples)))
+    }
+
     /// The day's vote ledger and new-key quotas live in the database: a node started after an
     /// attacker spent its budgets on another (or the same node restarted) finds them spent.
     @Test func theDaysBudgetsAreSharedWithNodesStartedLater() throws {
         let postgres = try TestPostgres()
-        // Nodes of one cluster share the source key (docs/scaling-out.md): the same network is the same source on each.
-        let environment = ["KBTD_TRUSTED_PEERS": "unix", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
-                           "KBTD_MAX_NEW_KEYS_PER_SOURCE_PER_DAY": "5", "KBTD_SOURCE_KEY": "00112233445566778899aabbccddeeff"]
-        func post(_ node: TestDaemon, from source: String, _ samples: [TestSample]) throws -> HTTPTestResponse {
-            try node.connection(from: source).request(
-                "POST", "/v1/batches", headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
-                body: gzip(batchBody(samples: samples)))
-        }
+        let environment = Self.budgetsEnvironment
         let first = Self.node(postgres, environment: environment)
         try first.start()
         for source in ["127.0.1.2", "127.0.2.3", "127.0.3.4"] {
-            #expect(try post(first, from: source, shows(10, height: 346)).status == 202)
+            #expect(try Self.post(first, from: source, shows(10, height: 346)).status == 202)
         }
         let attacker = "127.0.9.9"
-        #expect(try post(first, from: attacker, shows(5, height: 360) + (0..<5).flatMap { shows(1, height: 346, language: "q\($0)-XX") })
+        #expect(try Self.post(first, from: attacker, shows(5, height: 360) + (0..<5).flatMap { shows(1, height: 346, language: "q\($0)-XX") })
             .status == 202)
         #expect(first.stop() == 0)
 
         let second = Self.node(postgres, environment: environment)
         try second.start()
-        let again = try post(second, from: attacker, shows(5, height: 360) + shows(1, height: 346, language: "r-XX"))
+        let again = try Self.post(second, from: attacker, shows(5, height: 360) + shows(1, height: 346, language: "r-XX"))
         #expect(again.status == 202)
         #expect(again.json?["errors"]?.array?.first?["field"] == .string("key"), "the quota spent on the first node: \(again.text)")
         #expect(try postgres.psql("kbtd", "SELECT SUM(votes) FROM vote_ledger WHERE source <> 0") == "25",
@@ -127,21 +132,15 @@ struct PostgresNodeTests {
     /// nodes of a cluster buys no second budget.
     @Test func nodesRunningAtOnceShareTheDaysBudgets() throws {
         let postgres = try TestPostgres()
-        let environment = ["KBTD_TRUSTED_PEERS": "unix", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",
-                           "KBTD_MAX_NEW_KEYS_PER_SOURCE_PER_DAY": "5", "KBTD_SOURCE_KEY": "00112233445566778899aabbccddeeff"]
-        func post(_ node: TestDaemon, from source: String, _ samples: [TestSample]) throws -> HTTPTestResponse {
-            try node.connection(from: source).request(
-                "POST", "/v1/batches", headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
-                body: gzip(batchBody(samples: samples)))
-        }
+        let environment = Self.budgetsEnvironment
         let nodes = [Self.node(postgres, environment: environment), Self.node(postgres, environment: environment)]
         try Self.startTogether(nodes)
         let attacker = "127.0.9.9"
-        #expect(try post(nodes[0], from: attacker, (0..<5).flatMap { shows(1, height: 346, language: "q\($0)-XX") }).status == 202)
+        #expect(try Self.post(nodes[0], from: attacker, (0..<5).flatMap { shows(1, height: 346, language: "q\($0)-XX") }).status == 202)
         // The other node learns of the commit within its catch-up bound (0.5 s): wait for it, bounded.
         let deadline = Date().addingTimeInterval(30)
         while (try nodes[1].metric("kbtd_index_catch_up_commits_total") ?? 0) < 1, Date() < deadline { usleep(50_000) }
-        let second = try post(nodes[1], from: attacker, shows(1, height: 346, language: "r-XX"))
+        let second = try Self.post(nodes[1], from: attacker, shows(1, height: 346, language: "r-XX"))
         #expect(second.status == 202)
         #expect(second.json?["errors"]?.array?.first?["field"] == .string("key"),
                 "the quota spent on the other node is spent here: \(second.text)")

@@ -1,3 +1,4 @@
+import KBTDStore
 import Logging
 import PostgresNIO
 
@@ -10,7 +11,7 @@ import PostgresNIO
 /// Besides the numbered steps, the bookkeeping step creates `schema_migrations`
 /// and `commit_log` (each commit's index delta, read by the other nodes).
 public enum PostgresSchema {
-    struct Migration {
+    struct Migration: SchemaMigration {
         var version: Int
         var name: String
         var sql: [String]
@@ -241,7 +242,9 @@ public enum PostgresSchema {
         ]),
     ]
 
-    static var latestVersion: Int { migrations.last!.version }
+    static let migrator = SchemaMigrator(migrations)
+
+    static var latestVersion: Int { migrator.latestVersion }
 
     /// A database whose schema is newer than this kbtd knows.
     public struct NewerSchema: KBTDDecision, CustomStringConvertible {
@@ -260,8 +263,13 @@ public enum PostgresSchema {
         // SELECT/INSERT/UPDATE/DELETE rights starts (docs/scaling-out.md, roles).
         let applied = try await appliedVersion(database)
         guard applied != latestVersion else { return }
-        guard applied < latestVersion else { throw NewerSchema(version: applied) }
-        for migration in migrations {
+        let pending: ArraySlice<Migration>
+        do {
+            pending = try migrator.pending(after: applied)
+        } catch {
+            throw NewerSchema(version: error.version)
+        }
+        for migration in pending {
             let applied = try await database.withTransaction { connection -> Bool in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(advisoryLock))", logger: logger)
                 for sql in bookkeeping { try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) }

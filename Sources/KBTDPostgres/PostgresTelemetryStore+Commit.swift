@@ -64,50 +64,41 @@ extension PostgresTelemetryStore {
             let logger = database.logger
             do {
                 try await connection.query("SET LOCAL synchronous_commit = on", logger: logger)
-                // Claim ids in sorted order: two nodes with overlapping retries lock them alike.
-                var firstIndex: [String: Int] = [:]
-                for (index, batch) in input.batches.enumerated() where firstIndex[batch.batchID] == nil {
-                    firstIndex[batch.batchID] = index
-                }
-                let unique = firstIndex.values.sorted { input.batches[$0].batchID < input.batches[$1].batchID }.map { input.batches[$0] }
+                var plan = CommitPlan(input.batches)
                 var claimed: Set<String> = []
-                for try await id in try await connection.query(PostgresSQL.claimBatchIDs(unique), logger: logger).decode(String.self) {
+                for try await id in try await connection.query(PostgresSQL.claimBatchIDs(plan.claims), logger: logger).decode(String.self) {
                     claimed.insert(id)
                 }
-                var stored: [Bool] = []
-                var added = AggregateDelta()
-                var trusted: Set<SeriesKey> = []
-                for (index, batch) in input.batches.enumerated() {
-                    let isNew = claimed.contains(batch.batchID) && firstIndex[batch.batchID] == index
-                    stored.append(isNew)
-                    guard isNew else { continue }
-                    added.merge(batch.delta)
-                    if batch.source == .trusted { trusted.formUnion(batch.delta.seriesKeys) }
-                }
-                let now = input.batches.map(\.receivedAt).max() ?? 0
-                try await write(added, seenAt: now, connection: connection, logger: logger)
-                if !input.touch.isEmpty { try await connection.query(PostgresSQL.touchKeys(input.touch, at: now), logger: logger) }
-                let (indexed, admitted, newlyAdmitted) = try await admit(added, trusted: trusted, input: input, now: now,
-                                                                          connection: connection, logger: logger)
-                try await writeHourlyIngest(input.batches, stored: stored, connection: connection, logger: logger)
-                let spent = SourceLedger.spent(by: input.batches, stored: stored)
-                try await writeLedger(spent, connection: connection, logger: logger)
-                // Budgets spent by untrusted batches go to the other nodes with the counts (IndexCatchUp).
-                let shared = spent.filter { !$0.votes.isEmpty || !$0.newKeys.isEmpty }
-                if !indexed.isEmpty || !shared.isEmpty {
-                    let text = [DeltaCoding.encode(indexed), DeltaCoding.encode(shared)].filter { !$0.isEmpty }.joined(separator: "\n")
-                    for try await id in try await connection.query(
-                        PostgresSQL.logCommit(node: input.node, at: Int64(Date().timeIntervalSince1970), delta: text),
-                        logger: logger).decode(Int.self) {
-                        marks.mark(Int64(id))
-                    }
-                }
-                return CommitOutcome(result: .of(stored: stored, added: indexed, admitted: newlyAdmitted),
-                                     admitted: admitted)
+                plan.settle(claimed: claimed)
+                return try await apply(plan, input: input, marks: marks, connection: connection, logger: logger)
             } catch {
                 throw PostgresDatabase.failure(error)
             }
         }
+    }
+
+    /// Writes a settled commit's decisions inside the commit's transaction: the counts, the
+    /// keys' admission, the hours' ingest counts, the day's budgets, and the `commit_log` row
+    /// the other nodes catch up from.
+    static func apply(_ plan: CommitPlan, input: CommitInput, marks: CommitLogMarks, connection: PostgresConnection,
+                      logger: Logger) async throws -> CommitOutcome {
+        try await write(plan.added, seenAt: plan.now, connection: connection, logger: logger)
+        if !input.touch.isEmpty { try await connection.query(PostgresSQL.touchKeys(input.touch, at: plan.now), logger: logger) }
+        let (indexed, admitted, newlyAdmitted) = try await admit(plan, input: input, connection: connection, logger: logger)
+        try await writeHourlyIngest(plan.hourlyIngest, connection: connection, logger: logger)
+        let spent = plan.ledgers
+        try await writeLedger(spent, connection: connection, logger: logger)
+        // Budgets spent by untrusted batches go to the other nodes with the counts (IndexCatchUp).
+        let shared = spent.filter { !$0.votes.isEmpty || !$0.newKeys.isEmpty }
+        if !indexed.isEmpty || !shared.isEmpty {
+            let text = [DeltaCoding.encode(indexed), DeltaCoding.encode(shared)].filter { !$0.isEmpty }.joined(separator: "\n")
+            for try await id in try await connection.query(
+                PostgresSQL.logCommit(node: input.node, at: Int64(Date().timeIntervalSince1970), delta: text),
+                logger: logger).decode(Int.self) {
+                marks.mark(Int64(id))
+            }
+        }
+        return CommitOutcome(result: .of(stored: plan.stored, added: indexed, admitted: newlyAdmitted), admitted: admitted)
     }
 
     /// Upserts every count of `delta`, table by table, keys in `SeriesKey.writeOrder`; `seenAt`
@@ -163,15 +154,19 @@ extension PostgresTelemetryStore {
         }
     }
 
-    /// Registers the commit's keys and decides which reach the index, as the
-    /// SQLite store does; the registry rows are locked (key order) while the
-    /// decision is made, so two nodes never both admit a key (which would put
-    /// its stored counts in the indexes twice).
-    static func admit(_ added: AggregateDelta, trusted: Set<SeriesKey>, input: CommitInput, now: Int64,
-                      connection: PostgresConnection, logger: Logger) async throws -> (AggregateDelta, Set<UInt64>, Int) {
+    /// Registers the commit's keys and decides which reach the index with the
+    /// SQLite store's rule (`IndexAdmission.confirms`, then `IndexedKeys.fill`:
+    /// the room left under `max_indexed_keys`, as this node knows the admitted
+    /// keys, filled strongest first; a full index displaces nothing here yet).
+    /// The registry rows are locked (key order) while the decision is made, so
+    /// two nodes never both admit a key (which would put its stored counts in
+    /// the indexes twice).
+    static func admit(_ plan: CommitPlan, input: CommitInput, connection: PostgresConnection,
+                      logger: Logger) async throws -> (AggregateDelta, Set<UInt64>, Int) {
+        let (now, trusted) = (plan.now, plan.trustedKeys)
         var pass: Set<SeriesKey> = []
         var unknown: [SeriesKey] = []
-        for key in added.seriesKeys {
+        for key in plan.added.seriesKeys {
             if input.admitted.contains(key.fingerprint) { pass.insert(key) } else { unknown.append(key) }
         }
         unknown.sort(by: SeriesKey.writeOrder)
@@ -191,30 +186,27 @@ extension PostgresTelemetryStore {
                 }
             }
             var sources: [SeriesKey: (count: Int, trusted: Bool)] = [:]
-            let needCount = waiting.filter { !trusted.contains($0) }
-            if !needCount.isEmpty {
-                for try await row in try await connection.query(PostgresSQL.countKeySources(needCount), logger: logger) {
+            if !waiting.isEmpty {
+                for try await row in try await connection.query(PostgresSQL.countKeySources(waiting), logger: logger) {
                     guard let key = try series(row) else { continue }
                     let values = try row.decode((String, Int, String, String, String, Int, Bool?).self)
                     sources[key] = (values.5, values.6 ?? false)
                 }
             }
-            var room = input.rules.maxIndexedKeys - input.admitted.count
-            for key in waiting {
+            let day = now / 86_400
+            let candidates = waiting.compactMap { key -> (SeriesKey, KeySupport)? in
                 let known = sources[key] ?? (0, false)
-                let confirmed = trusted.contains(key) || known.trusted || known.count >= input.rules.minSources
-                guard confirmed, room > 0 else { continue }
-                room -= 1
-                newlyAdmitted.append(key)
+                let support = KeySupport(trusted: trusted.contains(key) || known.trusted, sources: known.count, lastSeenDay: day)
+                return input.rules.confirms(support) ? (key, support) : nil
             }
+            newlyAdmitted = IndexedKeys.fill(candidates, indexed: input.admitted.count, capacity: input.rules.maxIndexedKeys)
+                .entering.map(\.0).sorted(by: SeriesKey.writeOrder)
             if !newlyAdmitted.isEmpty {
                 try await connection.query(PostgresSQL.admitKeys(newlyAdmitted, at: now), logger: logger)
                 for key in newlyAdmitted { admittedNow.insert(key.fingerprint) }
             }
         }
-        var indexed = added.filter { pass.contains($0) }
-        // Screens are counted per model, not per key: the index takes each commit's as they come.
-        indexed.screens = added.screens
+        var indexed = plan.indexDelta(passing: pass)
         if !newlyAdmitted.isEmpty {
             indexed.merge(try await readCounts(keys: newlyAdmitted, connection: connection, logger: logger))
         }

@@ -7,17 +7,10 @@ import Synchronization
 
 /// The day's budgets (vote ledger, new-key quotas) and the hourly ingest counts.
 extension PostgresTelemetryStore {
-    static func writeHourlyIngest(_ batches: [PendingBatch], stored: [Bool], connection: PostgresConnection, logger: Logger) async throws {
-        var hours: [Int64: (batches: Int64, samples: Int64, rejected: Int64)] = [:]
-        for (batch, isNew) in zip(batches, stored) where isNew {
-            let hour = batch.receivedAt / 3600 * 3600
-            hours[hour, default: (0, 0, 0)].batches += 1
-            hours[hour, default: (0, 0, 0)].samples += Int64(batch.accepted)
-            hours[hour, default: (0, 0, 0)].rejected += Int64(batch.rejected)
-        }
+    /// Adds a commit's per-hour counts (`CommitPlan.hourlyIngest`, oldest first).
+    static func writeHourlyIngest(_ hours: [HourlyIngest], connection: PostgresConnection, logger: Logger) async throws {
         guard !hours.isEmpty else { return }
-        let rows = hours.sorted { $0.key < $1.key }.map { (hour: $0.key, batches: $0.value.batches, samples: $0.value.samples,
-                                                          rejected: $0.value.rejected) }
+        let rows = hours.map { (hour: $0.hour, batches: $0.batches, samples: $0.samples, rejected: $0.rejected) }
         try await connection.query(PostgresSQL.upsertHourlyIngest(rows), logger: logger)
     }
 

@@ -105,9 +105,6 @@ extension PostgresTelemetryStore {
         return doomed
     }
 
-    /// PostgreSQL manages its own write-ahead log: nothing to checkpoint here.
-    public func checkpointIfLarge(limit: Int64) -> Int64 { 0 }
-
     /// Forgets batch ids (and hourly counts) past retention, and `commit_log`
     /// rows older than an hour (every node has read them by then; a node that
     /// was away longer reloads its index from the tables when it starts).

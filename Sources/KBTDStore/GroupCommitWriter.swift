@@ -220,9 +220,9 @@ public final class GroupCommitWriter: Sendable {
             if jobs.isEmpty {
                 if stopping { break }
                 // Idle: a WAL a long reader kept from shrinking is truncated once it lets go.
-                if let store, now - lastIdleCheckpoint >= 5 {
+                if let wal = store as? any WALCheckpointing, now - lastIdleCheckpoint >= 5 {
                     lastIdleCheckpoint = now
-                    let wal = store.checkpointIfLarge(limit: upkeep.walLimitBytes)
+                    let wal = wal.checkpointIfLarge(limit: upkeep.walLimitBytes)
                     state.withLock { $0.walBytes = wal }
                 }
                 _ = wakeup.wait(timeout: .now() + .milliseconds(500))
@@ -232,8 +232,10 @@ public final class GroupCommitWriter: Sendable {
                 // After a failed commit the connection is dropped and reopened:
                 // a file system that went read-only leaves SQLite read-only until then.
                 if !commit(jobs, store: open, onEvict: upkeep.onEvict, onCommit: onCommit) { store = nil }
-                let wal = open.checkpointIfLarge(limit: upkeep.walLimitBytes)
-                state.withLock { $0.walBytes = wal }
+                if let log = open as? any WALCheckpointing {
+                    let wal = log.checkpointIfLarge(limit: upkeep.walLimitBytes)
+                    state.withLock { $0.walBytes = wal }
+                }
             } else {
                 let reason = state.withLock { $0.lastError } ?? "database not open"
                 for job in jobs { job.continuation.resume(throwing: WriteError.unavailable(reason)) }

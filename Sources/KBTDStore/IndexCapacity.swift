@@ -80,19 +80,12 @@ public struct IndexedKeys: Sendable {
     public mutating func place(_ candidates: [(SeriesKey, KeySupport)], capacity: Int)
         -> (admitted: [SeriesKey], evicted: [SeriesKey]) {
         guard !candidates.isEmpty else { return ([], []) }
-        let ordered = candidates.sorted { $0.1 > $1.1 }
+        let (entering, waiting) = Self.fill(candidates, indexed: entries.count, capacity: capacity)
         var admitted: [SeriesKey] = []
         var evicted: [SeriesKey] = []
-        var room = max(0, capacity - entries.count)
-        var waiting: [(SeriesKey, KeySupport)] = []
-        for candidate in ordered {
-            if room > 0 {
-                room -= 1
-                admitted.append(candidate.0)
-                insert(candidate.0, support: candidate.1)
-            } else {
-                waiting.append(candidate)
-            }
+        for candidate in entering {
+            admitted.append(candidate.0)
+            insert(candidate.0, support: candidate.1)
         }
         if let strongest = waiting.first?.1, entries.count >= capacity, floor.map({ strongest > $0 }) ?? true {
             // The weakest indexed keys weaker than the strongest candidate, weakest first.
@@ -112,5 +105,24 @@ public struct IndexedKeys: Sendable {
             floor = low
         }
         return (admitted, evicted)
+    }
+
+    /// The room rule every store applies: an index of `indexed` keys has room for
+    /// `capacity - indexed` more (none when it is over), which confirmed candidates
+    /// fill strongest first. Returns those that enter and those left waiting, each
+    /// strongest first. (A store that cannot displace keys leaves the waiting ones on disk.)
+    public static func fill(_ candidates: [(SeriesKey, KeySupport)], indexed: Int, capacity: Int)
+        -> (entering: [(SeriesKey, KeySupport)], waiting: [(SeriesKey, KeySupport)]) {
+        let ordered = candidates.sorted { $0.1 > $1.1 }
+        let room = min(ordered.count, max(0, capacity - indexed))
+        return (Array(ordered[..<room]), Array(ordered[room...]))
+    }
+}
+
+extension IndexAdmission {
+    /// A key is confirmed (may enter the index) once a trusted peer or
+    /// `minSources` distinct networks reported it.
+    public func confirms(_ support: KeySupport) -> Bool {
+        support.trusted || support.sources >= minSources
     }
 }

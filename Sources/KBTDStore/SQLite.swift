@@ -82,6 +82,35 @@ final class SQLiteConnection {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// How a transaction takes its locks: `deferred` reads (a snapshot from the first read),
+    /// `immediate` writes (the write lock at once, so a busy database fails at BEGIN, not mid-way).
+    enum TransactionKind: String { case deferred = "BEGIN;", immediate = "BEGIN IMMEDIATE;" }
+
+    /// True while a transaction is open (SQLite's autocommit is off).
+    var isInsideTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws
+    /// (the body's error is the one thrown). Inside an open transaction `body` simply runs in
+    /// it: the outer one decides (GRDB's `Database.inTransaction` is the model).
+    func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
+        if isInsideTransaction { return try body() }
+        try execute(kind.rawValue)
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            try? execute("ROLLBACK;")
+            throw error
+        }
+        do {
+            try execute("COMMIT;")
+        } catch {
+            try? execute("ROLLBACK;")
+            throw error
+        }
+        return value
+    }
 }
 
 /// A prepared statement, reused across commits.

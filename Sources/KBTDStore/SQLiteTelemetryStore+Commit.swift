@@ -107,55 +107,51 @@ extension SQLiteTelemetryStore {
     static let oneKey = "model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?"
 
     public func commit(_ batches: [PendingBatch]) throws -> CommitResult {
-        try db.execute("BEGIN IMMEDIATE;")
-        do {
-            var stored: [Bool] = []
-            stored.reserveCapacity(batches.count)
-            var added = AggregateDelta()
-            var trustedKeys: Set<SeriesKey> = []
+        try db.inTransaction(.immediate) {
+            var plan = CommitPlan(batches)
             let insertBatch = try statement(Self.insertBatchID)
-            for batch in batches {
+            var claimed: Set<String> = []
+            for batch in plan.claims {
                 try insertBatch.run([.text(batch.batchID), .int(batch.receivedAt), .text(batch.model), .text(batch.os),
                                      .int(Int64(batch.accepted)), .int(Int64(batch.rejected))])
-                let isNew = db.changes == 1
-                stored.append(isNew)
-                guard isNew else { continue }
-                added.merge(batch.delta)
-                if batch.source == .trusted { trustedKeys.formUnion(batch.delta.seriesKeys) }
+                if db.changes == 1 { claimed.insert(batch.batchID) }
             }
-            let now = batches.map(\.receivedAt).max() ?? 0
-            let newSources = try write(added, seenAt: now)
-            // A failed commit leaves `indexed` ahead of the database: the writer then drops this
-            // store and opens a new one, which reads it again.
-            let outcome = try admit(added, trusted: trustedKeys, newSources: newSources, now: now)
-            try writeHourlyIngest(batches, stored: stored)
-            try writeLedger(SourceLedger.spent(by: batches, stored: stored))
-            try db.execute("COMMIT;")
-            var result = CommitResult(stored: stored, added: outcome.0, admitted: outcome.1)
-            result.evicted = outcome.2
-            return result
-        } catch {
-            try? db.execute("ROLLBACK;")
-            throw error
+            plan.settle(claimed: claimed)
+            return try apply(plan)
         }
+    }
+
+    /// Writes a settled commit's decisions inside the commit's transaction: the counts,
+    /// the keys' admission, the hours' ingest counts and the day's budgets.
+    func apply(_ plan: CommitPlan) throws -> CommitResult {
+        let newSources = try write(plan.added, seenAt: plan.now)
+        // A failed commit leaves `indexed` ahead of the database: the writer then drops this
+        // store and opens a new one, which reads it again.
+        let outcome = try admit(plan, newSources: newSources)
+        try writeHourlyIngest(plan.hourlyIngest)
+        try writeLedger(plan.ledgers)
+        var result = CommitResult(stored: plan.stored, added: outcome.added, admitted: outcome.admitted)
+        result.evicted = outcome.evicted
+        return result
     }
 
     /// Registers the commit's keys and decides which reach the index: keys
     /// already admitted pass their new counts; a key reported by a trusted
-    /// peer or by `minSources` networks is confirmed, and enters the index
-    /// while it has room, or else in place of the weakest indexed key it has
-    /// more support than (`IndexedKeys.place`; the displaced key is marked not
-    /// admitted, keeps its counts on disk, and is returned to leave the index);
-    /// an admitted key passes everything stored for it; the rest stay on disk.
-    /// `last_seen` moves at most once a key a UTC day.
-    func admit(_ added: AggregateDelta, trusted: Set<SeriesKey>, newSources: [SeriesKey: (count: Int, trusted: Bool)],
-                       now: Int64) throws -> (AggregateDelta, Int, [SeriesKey]) {
+    /// peer or by `minSources` networks is confirmed (`IndexAdmission.confirms`),
+    /// and enters the index while it has room, or else in place of the weakest
+    /// indexed key it has more support than (`IndexedKeys.place`; the displaced
+    /// key is marked not admitted, keeps its counts on disk, and is returned to
+    /// leave the index); an admitted key passes everything stored for it; the
+    /// rest stay on disk. `last_seen` moves at most once a key a UTC day.
+    func admit(_ plan: CommitPlan, newSources: [SeriesKey: (count: Int, trusted: Bool)]) throws
+        -> (added: AggregateDelta, admitted: Int, evicted: [SeriesKey]) {
         let rules = admission()
+        let (now, trusted) = (plan.now, plan.trustedKeys)
         let register = try statement(Self.registerKey)
         let day = now / 86_400
         var pass: Set<SeriesKey> = []
         var candidates: [(SeriesKey, KeySupport)] = []
-        for key in added.seriesKeys {
+        for key in plan.added.seriesKeys {
             let values = Self.keyValues(key)
             let fingerprint = key.fingerprint
             if indexed.contains(fingerprint) {
@@ -173,22 +169,19 @@ extension SQLiteTelemetryStore {
                 sources = row.int(0)
                 hasTrusted = row.int(1) != 0
             }
-            hasTrusted = hasTrusted || trusted.contains(key)
-            guard hasTrusted || sources >= Int64(rules.minSources) else { continue }
-            candidates.append((key, KeySupport(trusted: hasTrusted, sources: Int(sources), lastSeenDay: day)))
+            let support = KeySupport(trusted: hasTrusted || trusted.contains(key), sources: Int(sources), lastSeenDay: day)
+            guard rules.confirms(support) else { continue }
+            candidates.append((key, support))
         }
         let (newlyAdmitted, evicted) = indexed.place(candidates, capacity: rules.maxIndexedKeys)
         for key in evicted { try statement(Self.evictKey).run(Self.keyValues(key)) }
         for key in newlyAdmitted { try statement(Self.admitKey).run([.int(now)] + Self.keyValues(key)) }
-        var delta = added.filter { pass.contains($0) }
-        // Screens are counted per model, not per key: the index takes each commit's as they come.
-        delta.screens = added.screens
+        var delta = plan.indexDelta(passing: pass)
         for key in newlyAdmitted {
             delta.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
         }
         return (delta, newlyAdmitted.count, evicted)
     }
-
 
     /// Upserts every count of `delta`; `seenAt` (Unix seconds) is when its client networks reported
     /// their keys. Returns, per key, the sources `key_sources` took in (new distinct sources, and

@@ -54,16 +54,11 @@ extension SQLiteTelemetryStore {
         return ledger
     }
 
-    func writeHourlyIngest(_ batches: [PendingBatch], stored: [Bool]) throws(SQLiteError) {
-        var hours: [Int64: (batches: Int64, samples: Int64, rejected: Int64)] = [:]
-        for (batch, isNew) in zip(batches, stored) where isNew {
-            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].batches += 1
-            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].samples += Int64(batch.accepted)
-            hours[batch.receivedAt / 3600 * 3600, default: (0, 0, 0)].rejected += Int64(batch.rejected)
-        }
+    /// Adds a commit's per-hour counts (`CommitPlan.hourlyIngest`).
+    func writeHourlyIngest(_ hours: [HourlyIngest]) throws(SQLiteError) {
         let upsert = try statement(Self.upsertHourlyIngest)
-        for (hour, counts) in hours {
-            try upsert.run([.int(hour), .int(counts.batches), .int(counts.samples), .int(counts.rejected)])
+        for hour in hours {
+            try upsert.run([.int(hour.hour), .int(hour.batches), .int(hour.samples), .int(hour.rejected)])
         }
     }
 

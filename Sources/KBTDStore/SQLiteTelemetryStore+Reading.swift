@@ -29,13 +29,12 @@ extension SQLiteTelemetryStore {
         var delta = AggregateDelta()
         let filter = condition.map { " WHERE " + $0 } ?? ""
         let keyColumns = Self.keyColumns
-        let inTransaction = sqlite3_get_autocommit(db.handle) == 0
         func read(_ sql: String, _ body: (SQLiteRow, SeriesKey) -> Void) throws {
-            if !inTransaction { try db.execute("BEGIN;") }
-            defer { if !inTransaction { try? db.execute("COMMIT;") } }
-            try statement(sql + filter).forEachRow(values) { row in
-                guard let key = Self.series(row) else { return }
-                body(row, key)
+            try db.inTransaction {
+                try statement(sql + filter).forEachRow(values) { row in
+                    guard let key = Self.series(row) else { return }
+                    body(row, key)
+                }
             }
         }
         try read("SELECT \(keyColumns), placement, height_bin, count FROM height_counts") { row, key in
@@ -87,16 +86,16 @@ extension SQLiteTelemetryStore {
     public func statsTotals(_ filter: StatsFilter) throws -> (keys: Int64, samples: Int64) {
         let (condition, values) = Self.conditions(filter)
         var keys: Int64 = 0, samples: Int64 = 0
-        try db.execute("BEGIN;")
-        defer { try? db.execute("COMMIT;") }
-        try statement("""
-            SELECT COUNT(*), COALESCE(SUM(total), 0) FROM (
-                SELECT SUM(count) AS total FROM animation_counts WHERE \(condition) GROUP BY \(Self.keyColumns))
-            """)
-            .forEachRow(values) { row in
-                keys = row.int(0)
-                samples = row.int(1)
-            }
+        try db.inTransaction {
+            try statement("""
+                SELECT COUNT(*), COALESCE(SUM(total), 0) FROM (
+                    SELECT SUM(count) AS total FROM animation_counts WHERE \(condition) GROUP BY \(Self.keyColumns))
+                """)
+                .forEachRow(values) { row in
+                    keys = row.int(0)
+                    samples = row.int(1)
+                }
+        }
         return (keys, samples)
     }
 
@@ -120,12 +119,12 @@ extension SQLiteTelemetryStore {
             let limit = min(pageSize, maxKeys - read)
             var page: [SeriesKey] = []
             let after = last.map { Self.keyValues($0) } ?? [.text(""), .int(Int64.min), .text(""), .text(""), .text("")]
-            try db.execute("BEGIN;")
-            try statement("SELECT \(columns) FROM keys WHERE \(condition) AND (\(columns)) > (?, ?, ?, ?, ?) ORDER BY \(columns) LIMIT ?")
-                .forEachRow(filterValues + after + [.int(Int64(limit + 1))]) { row in
-                    if let key = Self.series(row) { page.append(key) }
-                }
-            try? db.execute("COMMIT;")
+            try db.inTransaction {
+                try statement("SELECT \(columns) FROM keys WHERE \(condition) AND (\(columns)) > (?, ?, ?, ?, ?) ORDER BY \(columns) LIMIT ?")
+                    .forEachRow(filterValues + after + [.int(Int64(limit + 1))]) { row in
+                        if let key = Self.series(row) { page.append(key) }
+                    }
+            }
             let more = page.count > limit
             if more { page.removeLast() }
             guard let first = page.first, let end = page.last else { return nil }
@@ -139,10 +138,10 @@ extension SQLiteTelemetryStore {
     }
 
     public func forEachKey(_ body: (SeriesKey) -> Void) throws {
-        try db.execute("BEGIN;")
-        defer { try? db.execute("COMMIT;") }
-        try statement("SELECT \(Self.keyColumns) FROM keys").forEachRow { row in
-            if let key = Self.series(row) { body(key) }
+        try db.inTransaction {
+            try statement("SELECT \(Self.keyColumns) FROM keys").forEachRow { row in
+                if let key = Self.series(row) { body(key) }
+            }
         }
     }
 }

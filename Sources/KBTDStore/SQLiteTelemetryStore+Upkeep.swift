@@ -22,8 +22,7 @@ extension SQLiteTelemetryStore {
     /// Deletes the keys `select` names, with every count, source and registry row, in one
     /// transaction; the index's bookkeeping forgets them once it commits.
     private func deleteKeys(selectedBy select: String, _ values: [SQLiteValue]) throws -> [SeriesKey] {
-        try db.execute("BEGIN IMMEDIATE;")
-        do {
+        let doomed = try db.inTransaction(.immediate) {
             var doomed: [SeriesKey] = []
             try statement(select).forEachRow(values) { row in
                 if let key = Self.series(row) { doomed.append(key) }
@@ -33,13 +32,10 @@ extension SQLiteTelemetryStore {
                 let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
                 for key in doomed { try delete.run(Self.keyValues(key)) }
             }
-            try db.execute("COMMIT;")
-            for key in doomed { indexed.remove(key) }
             return doomed
-        } catch {
-            try? db.execute("ROLLBACK;")
-            throw error
         }
+        for key in doomed { indexed.remove(key) }
+        return doomed
     }
 
     public func retireSources(seenBefore cutoff: Int64) throws -> Int {

@@ -6,7 +6,7 @@ import KBTDCore
 
 /// `TelemetryStore` on SQLite: WAL, `synchronous=FULL`, one transaction per
 /// group commit, one upsert per key touched.
-public final class SQLiteTelemetryStore: TelemetryStore {
+public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
     /// Opening read-only (for `kbtd stats`) never creates or migrates.
     public enum Access: Sendable { case readWrite, readOnly }
 
@@ -119,12 +119,14 @@ public final class SQLiteTelemetryStore: TelemetryStore {
     /// applied whole or not at all.
     private func migrate() throws {
         let current = try appliedVersion()
-        guard current <= Schema.latestVersion else {
-            throw UnusableDatabase.newerSchema(path: path, version: current, supported: Schema.latestVersion)
+        let pending: ArraySlice<Schema.Migration>
+        do {
+            pending = try Schema.migrator.pending(after: current)
+        } catch {
+            throw UnusableDatabase.newerSchema(path: path, version: error.version, supported: error.supported)
         }
-        for migration in Schema.migrations where migration.version > current {
-            try db.execute("BEGIN IMMEDIATE;")
-            do {
+        for migration in pending {
+            try db.inTransaction(.immediate) {
                 try db.execute("""
                     CREATE TABLE IF NOT EXISTS schema_migrations (
                         version    INTEGER PRIMARY KEY,
@@ -136,10 +138,6 @@ public final class SQLiteTelemetryStore: TelemetryStore {
                 try db.execute(migration.sql)
                 try statement("INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, strftime('%s','now'))")
                     .run([.int(Int64(migration.version)), .text(migration.name)])
-                try db.execute("COMMIT;")
-            } catch {
-                try? db.execute("ROLLBACK;")
-                throw error
             }
         }
         if current == Schema.latestVersion {

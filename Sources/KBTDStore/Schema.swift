@@ -1,8 +1,8 @@
 /// The ordered, versioned migration list. A database records the versions it
 /// has applied in `schema_migrations`; opening runs the missing ones in order,
-/// each in its own transaction. Never edit a shipped step: append a new one.
+/// each in its own transaction (`migrator`). Never edit a shipped step: append a new one.
 enum Schema {
-    struct Migration {
+    struct Migration: SchemaMigration {
         var version: Int
         var name: String
         var sql: String
@@ -182,7 +182,9 @@ enum Schema {
     /// kbtd's files from other applications' SQLite files.
     static let applicationID: Int32 = 0x6B62_7464
 
-    static var latestVersion: Int { migrations.last!.version }
+    static let migrator = SchemaMigrator(migrations)
+
+    static var latestVersion: Int { migrator.latestVersion }
 
     /// The first version whose `key_sources` hold keyed hashes (or retired identifiers), never an unkeyed address hash.
     static let keyedSourcesVersion = 6

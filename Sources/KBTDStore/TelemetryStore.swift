@@ -86,14 +86,19 @@ public protocol TelemetryStore: AnyObject {
     /// `cutoff` (`last_seen`, Unix seconds), admitted or not, with all their
     /// counts, at most `limit` a call; returns them (the index must drop them).
     func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey]
-    /// Bytes in the write-ahead log; runs a truncating checkpoint first when it grew past `limit`.
-    func checkpointIfLarge(limit: Int64) -> Int64
     /// The abuse budgets spent on UTC day `day` (the vote ledger and new-key quotas).
     func loadLedger(day: Int64) throws -> SourceLedger
     /// Forgets batch ids received before `cutoff` (Unix seconds); returns how many.
     func pruneBatchIDs(receivedBefore cutoff: Int64) throws -> Int
     /// How many batch ids are remembered.
     func batchIDCount() throws -> Int
+}
+
+/// A store with a write-ahead log of its own to keep small (SQLite; PostgreSQL
+/// manages its own): the writer checkpoints it after commits and when idle.
+public protocol WALCheckpointing: AnyObject {
+    /// Bytes in the write-ahead log; runs a truncating checkpoint first when it grew past `limit`.
+    func checkpointIfLarge(limit: Int64) -> Int64
 }
 
 extension SourceLedger {

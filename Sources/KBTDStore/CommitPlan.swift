@@ -1,0 +1,78 @@
+import KBTDCore
+
+/// One group commit's decisions, computed once from its batches and applied by
+/// each store (`SQLiteTelemetryStore.apply`, `PostgresTelemetryStore.apply`):
+/// which batch ids to claim, which batches are new once claimed (the rest are
+/// retries, counting nothing), the counts they add, the keys a trusted peer
+/// reported, the hours' ingest counts and what the batches spent of the day's
+/// budgets. A store only claims the ids and writes what the plan says.
+///
+///     var plan = CommitPlan(batches)
+///     plan.settle(claimed: try claim(plan.claims))   // the ids the database did not have
+///     return try apply(plan)
+public struct CommitPlan: Sendable {
+    public let batches: [PendingBatch]
+    /// The first batch of each distinct id, ids in sorted order: what the store
+    /// claims (two nodes claiming overlapping retries lock the ids alike).
+    public let claims: [PendingBatch]
+    private let firstIndex: [String: Int]
+    /// Per batch: new (claimed here, its first occurrence in the commit) or a retry.
+    public private(set) var stored: [Bool] = []
+    /// The counts of the new batches.
+    public private(set) var added = AggregateDelta()
+    /// Keys a trusted peer reported in this commit (confirmed at once).
+    public private(set) var trustedKeys: Set<SeriesKey> = []
+    /// The commit's time: its latest batch's receipt (Unix seconds).
+    public let now: Int64
+
+    public init(_ batches: [PendingBatch]) {
+        self.batches = batches
+        var first: [String: Int] = [:]
+        for (index, batch) in batches.enumerated() where first[batch.batchID] == nil {
+            first[batch.batchID] = index
+        }
+        firstIndex = first
+        claims = first.values.sorted { batches[$0].batchID < batches[$1].batchID }.map { batches[$0] }
+        now = batches.map(\.receivedAt).max() ?? 0
+    }
+
+    /// Decides, from the ids the store's claim took (ids it did not have yet),
+    /// which batches are new, and adds up what they bring.
+    public mutating func settle(claimed: Set<String>) {
+        stored = []
+        stored.reserveCapacity(batches.count)
+        added = AggregateDelta()
+        trustedKeys = []
+        for (index, batch) in batches.enumerated() {
+            let isNew = claimed.contains(batch.batchID) && firstIndex[batch.batchID] == index
+            stored.append(isNew)
+            guard isNew else { continue }
+            added.merge(batch.delta)
+            if batch.source == .trusted { trustedKeys.formUnion(batch.delta.seriesKeys) }
+        }
+    }
+
+    /// Batches, samples and rejected samples the new batches add per UTC hour, oldest first.
+    public var hourlyIngest: [HourlyIngest] {
+        var hours: [Int64: HourlyIngest] = [:]
+        for (batch, isNew) in zip(batches, stored) where isNew {
+            let hour = batch.receivedAt / 3600 * 3600
+            hours[hour, default: HourlyIngest(hour: hour, batches: 0, samples: 0, rejected: 0)].batches += 1
+            hours[hour]!.samples += Int64(batch.accepted)
+            hours[hour]!.rejected += Int64(batch.rejected)
+        }
+        return hours.values.sorted { $0.hour < $1.hour }
+    }
+
+    /// What the new untrusted batches spent of the daily budgets, one ledger per day.
+    public var ledgers: [SourceLedger] { SourceLedger.spent(by: batches, stored: stored) }
+
+    /// What the in-memory index takes from this commit: the counts of the keys
+    /// in `passing` (already admitted, or admitted by another node), and every
+    /// screen count (screens are counted per model, not per key).
+    public func indexDelta(passing: Set<SeriesKey>) -> AggregateDelta {
+        var delta = added.filter { passing.contains($0) }
+        delta.screens = added.screens
+        return delta
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import KBTDCore
+@testable import KBTDStore
+import Testing
+
+/// The commit's decisions computed once (`CommitPlan`), the one room rule of
+/// the index (`IndexedKeys.fill`, `IndexAdmission.confirms`) and the migrator.
+@Suite("Store core: one commit plan, one admission rule, one migrator")
+struct StoreCoreTests {
+    @Test func aPlanClaimsEachIDOnceInIDOrderAndCountsOnlyNewBatches() {
+        var plan = CommitPlan([pendingBatch("b", receivedAt: 7_300, heights: [336]),
+                               pendingBatch("a", receivedAt: 7_200, heights: [336, 337]),
+                               pendingBatch("b", receivedAt: 7_300, heights: [336]),
+                               pendingBatch("c", receivedAt: 3_700, heights: [392])])
+        #expect(plan.claims.map(\.batchID) == ["a", "b", "c"])
+        #expect(plan.now == 7_300)
+        // "c" was stored by an earlier commit: the database did not give it to this one.
+        plan.settle(claimed: ["a", "b"])
+        #expect(plan.stored == [true, true, false, false])
+        #expect(plan.added.animations.values.reduce(0, +) == 3)
+        #expect(plan.trustedKeys.count == 1)
+        #expect(plan.hourlyIngest == [HourlyIngest(hour: 7_200, batches: 2, samples: 3, rejected: 2)])
+        #expect(plan.ledgers.isEmpty, "trusted batches spend no budget")
+    }
+
+    @Test func aPlanBucketsHoursAndSpendsOnlyNewUntrustedBatches() {
+        let source = SourceID(network: "198.51.100.7")
+        var plan = CommitPlan([pendingBatch("x", receivedAt: 90_000, source: source),
+                               pendingBatch("y", receivedAt: 3_599, source: source),
+                               pendingBatch("z", receivedAt: 3_600)])
+        plan.settle(claimed: ["x", "y", "z"])
+        #expect(plan.hourlyIngest.map(\.hour) == [0, 3_600, 90_000])
+        #expect(plan.ledgers.map(\.day) == [0, 1], "one ledger per UTC day, in day order")
+        plan.settle(claimed: ["z"])
+        #expect(plan.ledgers.isEmpty, "retries spend nothing")
+    }
+
+    @Test func theIndexDeltaPassesAdmittedKeysAndEveryScreen() throws {
+        var plan = CommitPlan([pendingBatch("1", model: "iPhone17,1", screen: ScreenSize("402x874")),
+                               pendingBatch("2", model: "iPhone16,2")])
+        plan.settle(claimed: ["1", "2"])
+        let admitted = try #require(plan.added.seriesKeys.first { $0.model == "iPhone16,2" })
+        let delta = plan.indexDelta(passing: [admitted])
+        #expect(delta.seriesKeys == [admitted])
+        #expect(delta.screens == plan.added.screens && !delta.screens.isEmpty)
+    }
+
+    @Test func theRoomRuleFillsStrongestFirstAndNeverBelowZero() {
+        func key(_ model: String) -> SeriesKey {
+            SeriesKey(model: model, osMajor: 26, language: "en-US", orientation: .portrait, keyboardType: "default")
+        }
+        let candidates = [(key("iPhone1,1"), KeySupport(trusted: false, sources: 3, lastSeenDay: 10)),
+                          (key("iPhone9,9"), KeySupport(trusted: true, sources: 1, lastSeenDay: 10)),
+                          (key("iPhone5,5"), KeySupport(trusted: false, sources: 5, lastSeenDay: 10))]
+        let some = IndexedKeys.fill(candidates, indexed: 8, capacity: 10)
+        #expect(some.entering.map(\.0.model) == ["iPhone9,9", "iPhone5,5"])
+        #expect(some.waiting.map(\.0.model) == ["iPhone1,1"])
+        let over = IndexedKeys.fill(candidates, indexed: 12, capacity: 10)
+        #expect(over.entering.isEmpty && over.waiting.count == 3)
+        #expect(IndexedKeys.fill(candidates, indexed: 0, capacity: 10).entering.count == 3)
+
+        let rules = IndexAdmission(minSources: 3, maxIndexedKeys: 10)
+        #expect(rules.confirms(KeySupport(trusted: true, sources: 0, lastSeenDay: 0)))
+        #expect(rules.confirms(KeySupport(trusted: false, sources: 3, lastSeenDay: 0)))
+        #expect(!rules.confirms(KeySupport(trusted: false, sources: 2, lastSeenDay: 0)))
+    }
+
+    @Test func theMigratorNamesThePendingStepsAndRefusesANewerDatabase() throws {
+        #expect(try Schema.migrator.pending(after: 0).map(\.version) == Array(1...Schema.latestVersion))
+        #expect(try Schema.migrator.pending(after: Schema.latestVersion).isEmpty)
+        #expect(try Schema.migrator.pending(after: Schema.latestVersion - 1).map(\.version) == [Schema.latestVersion])
+        #expect(throws: NewerSchemaVersion.self) { try Schema.migrator.pending(after: Schema.latestVersion + 1) }
+    }
+
+    @Test func aTransactionRollsBackWhatItsBodyWroteWhenTheBodyThrows() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let db = try SQLiteConnection(path: directory.appendingPathComponent("t.sqlite").path, mode: .readWrite)
+        try db.execute("CREATE TABLE t (x INTEGER)")
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try db.inTransaction(.immediate) {
+                try db.execute("INSERT INTO t VALUES (1)")
+                throw Stop()
+            }
+        }
+        #expect(!db.isInsideTransaction)
+        try db.inTransaction(.immediate) {
+            try db.execute("INSERT INTO t VALUES (2)")
+            // A nested call runs inside the open transaction: the outer one decides.
+            try db.inTransaction { try db.execute("INSERT INTO t VALUES (3)") }
+        }
+        var rows: [Int64] = []
+        try db.prepare("SELECT x FROM t ORDER BY x").forEachRow { rows.append($0.int(0)) }
+        #expect(rows == [2, 3])
+    }
+}
+
+@Suite("Store core on both stores: the one admission rule", .ownThreads, .serialized)
+struct StoreCoreConformanceTests {
+    /// One place left in the index: both stores give it to the strongest confirmed
+    /// candidate (a trusted peer's key), not to the first in key order.
+    @Test(arguments: StoreKind.available)
+    func theLastPlaceGoesToTheStrongestCandidate(kind: StoreKind) throws {
+        let subject = try StoreUnderTest(kind)
+        let store = try subject.open(admission: IndexAdmission(minSources: 3, maxIndexedKeys: 2))
+        #expect(try store.commit([pendingBatch("first", model: "iPhone10,1")]).admitted == 1)
+        let networks = ["198.51.100.1", "198.51.100.2", "198.51.100.3"].map { SourceID(network: $0) }
+        let result = try store.commit(networks.enumerated().map { index, source in
+            pendingBatch("weak-\(index)", model: "iPhone1,1", source: source)
+        } + [pendingBatch("strong", model: "iPhone9,9")])
+        #expect(result.admitted == 1)
+        let models = Set(try store.loadIndexCounts().seriesKeys.map(\.model))
+        #expect(models == ["iPhone10,1", "iPhone9,9"])
+    }
+}

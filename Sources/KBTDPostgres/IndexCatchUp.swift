@@ -29,6 +29,8 @@ public final class IndexCatchUp: Sendable {
         var lastPollStart: ContinuousClock.Instant
         var lastError: String?
         var applied = 0
+        var polls = 0
+        var running = false
         /// Marked ids seen with a transaction id below the horizon: never returned again, forgotten.
         var seen: [Int64: ContinuousClock.Instant] = [:]
     }
@@ -56,8 +58,16 @@ public final class IndexCatchUp: Sendable {
     /// Commits of other nodes applied since start.
     public var appliedCommits: Int { state.withLock { $0.applied } }
 
-    /// Polls until the task is cancelled.
+    /// Successful polls since start.
+    public var polls: Int { state.withLock { $0.polls } }
+    /// True while `run()` polls (between its start and its return).
+    public var isRunning: Bool { state.withLock { $0.running } }
+
+    /// Polls until the task is cancelled (KBTDServer runs it as a service of the
+    /// app's service group, which cancels it on a graceful shutdown).
     public func run() async {
+        state.withLock { $0.running = true }
+        defer { state.withLock { $0.running = false } }
         while !Task.isCancelled {
             do {
                 try await poll()
@@ -106,6 +116,7 @@ public final class IndexCatchUp: Sendable {
             state.horizon = rows.0
             state.lastPollStart = started
             state.applied += applied
+            state.polls += 1
             // Rows returned again and again while an old transaction holds the horizon back stay
             // marked; the marks of rows read in this poll are kept for an hour past their last reading.
             for (id, _) in rows.1 { state.seen[id] = started }

@@ -69,24 +69,12 @@ public final class PostgresNode: Sendable {
                             catchUpBound: settings.postgres.indexCatchUpSeconds)
     }
 
-    /// What the writer thread opens (and reopens after a failed commit).
-    func storeFactory(admission: @escaping @Sendable () -> IndexAdmission) -> @Sendable () throws -> any TelemetryStore {
-        let database = self.database, marks = self.marks
-        return { try PostgresTelemetryStore(database: database, marks: marks, migrate: false, admission: admission) }
-    }
-
-    /// A reader for `/v1/stats` and the dashboard (call off the cooperative pool).
-    func reader() throws -> any TelemetryReader {
-        try PostgresTelemetryStore(database: database, migrate: false, forWriting: false)
-    }
-
-    /// Starts polling other nodes' commits into `apply` (the height index).
-    func startCatchUp(apply: @escaping @Sendable (AggregateDelta) -> Void,
-                      absorb: @escaping @Sendable ([SourceLedger]) -> Void) -> IndexCatchUp {
-        let catchUp = IndexCatchUp(database: database, marks: marks, snapshot: snapshot,
-                                   interval: .milliseconds(max(10, Int(catchUpBound * 500))), apply: apply, absorb: absorb)
-        Task { await catchUp.run() }
-        return catchUp
+    /// The catch-up that polls other nodes' commits into `apply` (the height index);
+    /// `KBTDApp` runs it as a service (`IndexCatchUpService`) until its shutdown.
+    func makeCatchUp(apply: @escaping @Sendable (AggregateDelta) -> Void,
+                     absorb: @escaping @Sendable ([SourceLedger]) -> Void) -> IndexCatchUp {
+        IndexCatchUp(database: database, marks: marks, snapshot: snapshot,
+                     interval: .milliseconds(max(10, Int(catchUpBound * 500))), apply: apply, absorb: absorb)
     }
 }
 

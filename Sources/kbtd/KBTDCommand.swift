@@ -52,16 +52,17 @@ func resolveSettings(config: String?, flags: [String: String]) throws -> ServerS
     }
 }
 
-/// Opens the database read-only; exit 66 when it is missing or unreadable.
+/// Opens the database read-only (`StoreLocation.offlineReader`); exit 66 when it is missing or
+/// unreadable, 78 for a PostgreSQL URL that does not parse (the message has no password).
 func openStore(_ path: String) throws -> any TelemetryReader {
-    if PostgresURL.isURL(path) { return try openPostgres(path) }
-    guard FileManager.default.fileExists(atPath: path) else {
-        throw fail("database \(path) does not exist (set --database or KBTD_DATABASE)", code: ExitStatus.noInput)
-    }
     do {
-        return try SQLiteTelemetryStore(path: path, access: .readOnly)
+        return try StoreLocation(database: path).offlineReader()
     } catch {
-        throw fail("cannot read database \(loggableDatabase(path)): \(error)", code: ExitStatus.noInput)
+        switch error {
+        case .badURL(let why): throw fail("database (a PostgreSQL URL): \(why)", code: ExitStatus.config)
+        case .missing(let path): throw fail("database \(path) does not exist (set --database or KBTD_DATABASE)", code: ExitStatus.noInput)
+        case .unreadable(let why): throw fail("cannot read database \(why)", code: ExitStatus.noInput)
+        }
     }
 }
 
@@ -85,23 +86,5 @@ func loadIndex(config: String?, database: String?) throws -> (ServerSettings, He
 func validateOSOption(_ os: String?) throws {
     if let os, FieldRules.osMajor(os) == nil {
         throw ValidationError("--os must be a version like 26 or 26.1, got '\(os)'")
-    }
-}
-
-/// Opens a PostgreSQL database read-only for the offline commands; exit 66 when
-/// it cannot be reached or holds no kbtd schema (the message has no password).
-func openPostgres(_ text: String) throws -> any TelemetryReader {
-    var url: PostgresURL
-    do {
-        url = try PostgresURL(text)
-        try url.resolvePassword()
-    } catch {
-        throw fail("database (a PostgreSQL URL): \(error.description)", code: ExitStatus.config)
-    }
-    let database = PostgresDatabase(url: url, maxConnections: 2, operationTimeout: .seconds(3600), logger: Logger(label: "kbtd"))
-    do {
-        return try PostgresTelemetryStore(database: database, migrate: false, forWriting: false)
-    } catch {
-        throw fail("cannot read database \(url): \(PostgresDatabase.describe(error))", code: ExitStatus.noInput)
     }
 }

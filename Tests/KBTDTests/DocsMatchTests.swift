@@ -97,7 +97,7 @@ struct DocsMatchTests {
         #expect(page.contains("kbtd --version"))
     }
 
-    /// Metric names the daemon declares: the `ServerMetrics` descriptors
+    /// Metric names the daemon declares: the descriptors in `Metrics/` (`ServerMetrics`, `StoreMetrics`)
     /// (`name("x", unit: "y", ...)` is `kbtd_x_y`) and the series written by hand (`# TYPE kbtd_...`).
     static func declaredMetrics() throws -> Set<String> {
         let sources = TestPaths.repositoryRoot.appendingPathComponent("Sources/KBTDServer")
@@ -108,7 +108,7 @@ struct DocsMatchTests {
         while let file = files?.nextObject() as? URL {
             guard file.pathExtension == "swift" else { continue }
             let text = try String(contentsOf: file, encoding: .utf8)
-            if file.lastPathComponent == "ServerMetrics.swift" {
+            if file.deletingLastPathComponent().lastPathComponent == "Metrics" {
                 for match in text.matches(of: descriptor) {
                     let metric = match.output[1].substring.map(String.init) ?? ""
                     let unit = match.output[2].substring.map(String.init) ?? ""

@@ -34,6 +34,8 @@ public final class KBTDApp: Sendable {
     private let databaseLock: Mutex<ExclusiveLock?>
     /// Polls other nodes' commits into the index (PostgreSQL only).
     let catchUp: IndexCatchUp?
+    /// Runs the catch-up until `shutdown()`.
+    let background: BackgroundServices
 
     /// Creates (or migrates) the database, loads the index from it and starts
     /// the writer thread. A database on a read-only or full file system is
@@ -56,13 +58,7 @@ public final class KBTDApp: Sendable {
             return IndexAdmission(minSources: current.estimator.minSources, maxIndexedKeys: current.maxIndexedKeys)
         }
         let fileMode = initial.databaseMode
-        let walLimit = initial.maxWALBytes
-        let openStore: @Sendable () throws -> any TelemetryStore
-        if let postgres {
-            openStore = postgres.storeFactory(admission: admission)
-        } else {
-            openStore = { try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission) }
-        }
+        let openStore = StoreLocation(database: path).writer(initial, node: postgres, admission: admission)
         let keyGate = KeyGate(limits: initial.keyLimits)
         var index = HeightIndex()
         // The day's abuse budgets as the store kept them: a restart hands no network a fresh day.
@@ -94,7 +90,7 @@ public final class KBTDApp: Sendable {
         logger.info("opened \(postgres.map { "\($0.database.url)" } ?? path): \(index.bySeries.count) keys in the index, \(keyGate.keyCount) stored, loaded in \(ContinuousClock.now - start)")
 
         let heights = LiveHeights(index: index, settings: initial.estimator, cacheLimitBytes: initial.answerCacheBytes)
-        let metrics = ServerMetrics()
+        let metrics = ServerMetrics(postgres: postgres != nil)
         var upkeep = GroupCommitWriter.Upkeep(
             retention: initial.batchRetentionDays * 86_400,
             unconfirmedKeyRetention: initial.unconfirmedKeyRetentionDays * 86_400,
@@ -131,9 +127,10 @@ public final class KBTDApp: Sendable {
         self.sourceWeights = sourceWeights
         connections = ConnectionLimiter(maximum: initial.limits.maxConnections, perClient: initial.limits.maxConnectionsPerClient)
         // Other nodes' commits reach this node's index through the catch-up (PostgreSQL only).
-        let catchUp = postgres?.startCatchUp(apply: { delta in
+        let catchUp = postgres?.makeCatchUp(apply: { delta in
             heights.apply(delta)
             keyGate.remember(Array(delta.seriesKeys))
+            metrics.store.postgres?.catchUpCommits.increment()
         }, absorb: { ledgers in
             // Budgets other nodes' batches spent today count here too: a network gets one day's budget per cluster.
             for ledger in ledgers {
@@ -142,6 +139,7 @@ public final class KBTDApp: Sendable {
             }
         })
         self.catchUp = catchUp
+        background = BackgroundServices(catchUp.map { [IndexCatchUpService(catchUp: $0)] } ?? [], logger: logger)
         responder = Self.router(settings: box, metrics: metrics, heights: heights, writer: writer, rateLimiter: rateLimiter,
                                 sourceWeights: sourceWeights, keyGate: keyGate, databasePath: path,
                                 postgres: postgres, catchUp: catchUp).buildResponder()
@@ -227,6 +225,8 @@ public final class KBTDApp: Sendable {
     /// own, never on the cooperative pool (two threads here: a blocked one
     /// stalls half of every other task).
     public func shutdown() async {
+        // The catch-up first: nothing is applied to the index once the writer stops.
+        await background.shutdown()
         let writer = self.writer
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {

@@ -17,6 +17,8 @@ public final class ServerMetrics: Sendable {
     let storedKeys: Gauge
     let refusedVotes: Gauge
     let implausibleVotes: Gauge
+    /// The store kind, and on PostgreSQL the pool and the index catch-up.
+    let store: StoreMetrics
     /// Counters by label values, so the hot path does not go through the
     /// registry (a lock and a label array) on every request.
     private let counters = Mutex<[String: Counter]>([:])
@@ -38,7 +40,8 @@ public final class ServerMetrics: Sendable {
     }
     private static var rejected: MetricNameDescriptor { name("samples_rejected", unit: "total", "Rejected samples by the field at fault") }
 
-    init() {
+    /// - Parameter postgres: true on a PostgreSQL node (its pool and catch-up series are exported).
+    init(postgres: Bool = false) {
         queueDepth = registry.makeGauge(descriptor: Self.name("write_queue_depth", "Batches waiting for a commit"))
         queueCapacity = registry.makeGauge(descriptor: Self.name("write_queue_capacity", "Most batches that may wait for a commit (past it: 503)"))
         commitSeconds = registry.makeValueHistogram(
@@ -55,6 +58,7 @@ public final class ServerMetrics: Sendable {
                                                                  "Votes given no weight today because a source's ledger budget was spent"))
         implausibleVotes = registry.makeGauge(descriptor: Self.name("votes_implausible_today",
                                                                     "Untrusted votes given no weight today for a height no keyboard has"))
+        store = StoreMetrics(registry: registry, postgres: postgres)
     }
 
     private func counter(_ key: String, _ make: () -> Counter) -> Counter {

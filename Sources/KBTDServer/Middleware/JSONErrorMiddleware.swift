@@ -1,13 +1,17 @@
 import Hummingbird
 
-/// Gives router errors (404 and the like) the same JSON error body as every
-/// other answer, keeping the headers the error carries (`Allow`, ...).
+/// Renders the errors handlers throw: a `JSONRefusal` renders itself (400,
+/// 413, 415, 503 with kbtd's JSON body); router errors (404 and the like) get
+/// the same JSON error body, keeping the headers the error carries (`Allow`, ...).
 struct JSONErrorMiddleware: RouterMiddleware {
     typealias Context = KBTDRequestContext
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch let refusal as JSONRefusal {
+            let answer = try refusal.response(from: request, context: context)
+            return request.method == .head ? answer.createHeadResponse() : answer
         } catch let error as any HTTPResponseError {
             var answer = JSONResponse.error(error.status, error.status.reasonPhrase.lowercased(),
                                             detail: Self.detail(error.status, request))

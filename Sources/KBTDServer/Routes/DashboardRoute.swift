@@ -14,13 +14,13 @@ struct DashboardRoute: Sendable {
     let heights: LiveHeights
     let metrics: ServerMetrics
 
-    func page(_ request: Request, context: KBTDRequestContext) async -> Response {
+    func page(_ request: Request, context: KBTDRequestContext) async throws(JSONRefusal) -> Response {
         let parameters = request.uri.queryParameters
         let filter: DashboardFilter
         do {
             filter = try DashboardFilter.parse { parameters[Substring($0)].map(String.init) }
         } catch {
-            return JSONResponse.invalid(error, "invalid query")
+            throw JSONRefusal(error, "invalid query")
         }
         let path = operations.databasePath, heights = self.heights, answers = metrics.answersByBasis
         let openReader = operations.readerFactory
@@ -37,8 +37,8 @@ struct DashboardRoute: Sendable {
             return Response(status: .ok, headers: Self.headers, body: .init(byteBuffer: ByteBuffer(string: html)))
         } catch {
             context.logger.error("dashboard: cannot read \(loggableDatabase(path)): \(error)")
-            return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "the database cannot be read now",
-                                      retryAfter: operations.settings.current.limits.retryAfterSeconds)
+            throw JSONRefusal(status: .serviceUnavailable, error: "unavailable", detail: "the database cannot be read now",
+                              retryAfter: operations.settings.current.limits.retryAfterSeconds)
         }
     }
 

@@ -15,7 +15,8 @@ struct IngestRoute: Sendable {
     let sourceWeights: SourceWeights
     let keyGate: KeyGate
 
-    func handle(_ request: Request, context: KBTDRequestContext) async -> Response {
+    /// Refusals (400, 413, 415, 503) are thrown as `JSONRefusal`s, which render themselves.
+    func handle(_ request: Request, context: KBTDRequestContext) async throws(JSONRefusal) -> Response {
         let current = settings.current
         let limits = current.limits
         let json: [UInt8]
@@ -23,7 +24,7 @@ struct IngestRoute: Sendable {
             json = try await Self.readJSON(request, limits: limits)
         } catch {
             metrics.batch(.rejected)
-            return JSONResponse.error(error.status, error.error, detail: error.detail, field: error.field)
+            throw error
         }
 
         let rules = FieldRules(maxSamples: limits.maxSamplesPerBatch)
@@ -33,7 +34,7 @@ struct IngestRoute: Sendable {
             batch = try BatchIntake.validate(json: json, now: now, rules: rules)
         } catch {
             metrics.batch(.rejected)
-            return JSONResponse.invalid(error, "invalid batch")
+            throw JSONRefusal(error, "invalid batch")
         }
         let source = sourceWeights.source(of: context, trusted: current.trustedPeers)
         let group = sourceWeights.group(of: context)
@@ -56,8 +57,8 @@ struct IngestRoute: Sendable {
         } catch {
             metrics.batch(.unavailable)
             // The cause (an SQLite message, a file path) goes to the log, not to clients.
-            return JSONResponse.error(.serviceUnavailable, "unavailable", detail: (error as? WriteError)?.publicReason
-                                      ?? "the database is unavailable; retry later", retryAfter: limits.retryAfterSeconds)
+            throw JSONRefusal(status: .serviceUnavailable, error: "unavailable", detail: (error as? WriteError)?.publicReason
+                              ?? "the database is unavailable; retry later", retryAfter: limits.retryAfterSeconds)
         }
         switch outcome {
         case .duplicate:
@@ -86,38 +87,22 @@ struct IngestRoute: Sendable {
         ])
     }
 
-    /// Why a body was refused before validation: a 400, 413 or 415 with its error body.
-    struct BodyRefusal: Error {
-        var status: HTTPResponse.Status
-        var error: String
-        var detail: String
-        var field: String?
-
-        static func tooLarge(_ detail: String) -> BodyRefusal {
-            BodyRefusal(status: .contentTooLarge, error: "body too large", detail: detail)
-        }
-
-        static func inflate(_ error: InflateError, limits: ServerSettings.Limits) -> BodyRefusal {
-            if case .tooLarge = error { return tooLarge("decompressed body exceeds \(limits.maxDecompressedBytes) bytes") }
-            return BodyRefusal(status: .badRequest, error: "bad compressed stream", detail: error.description)
-        }
-    }
-
     /// Checks the content type and encoding, then reads and inflates the body
-    /// while it streams in, enforcing both size caps as bytes arrive.
-    static func readJSON(_ request: Request, limits: ServerSettings.Limits) async throws(BodyRefusal) -> [UInt8] {
+    /// while it streams in, enforcing both size caps as bytes arrive; a refused
+    /// body (400, 413, 415) is a `JSONRefusal`.
+    static func readJSON(_ request: Request, limits: ServerSettings.Limits) async throws(JSONRefusal) -> [UInt8] {
         if let contentType = request.headers[.contentType] {
             let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
                 $0.trimmingCharacters(in: .whitespaces).lowercased()
             } ?? ""
             guard mediaType == "application/json" else {
-                throw BodyRefusal(status: .unsupportedMediaType, error: "unsupported content type",
+                throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content type",
                                   detail: "Content-Type must be application/json, got \(contentType.prefix(100))", field: "Content-Type")
             }
         }
         let encodings = request.headers[values: .contentEncoding]
         guard encodings.count <= 1, let coding = ContentCoding(headerValue: encodings.first) else {
-            throw BodyRefusal(status: .unsupportedMediaType, error: "unsupported content encoding",
+            throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content encoding",
                               detail: "Content-Encoding must be gzip, deflate or none, got \(encodings.joined(separator: ", ").prefix(100))",
                               field: "Content-Encoding")
         }
@@ -132,21 +117,34 @@ struct IngestRoute: Sendable {
             for try await chunk in request.body {
                 received += chunk.readableBytes
                 guard received <= limits.maxCompressedBytes else {
-                    throw BodyRefusal.tooLarge("body exceeds \(limits.maxCompressedBytes) bytes on the wire")
+                    throw JSONRefusal.tooLarge("body exceeds \(limits.maxCompressedBytes) bytes on the wire")
                 }
                 try inflater.feed(chunk.readableBytesView)
             }
-        } catch let refusal as BodyRefusal {
+        } catch let refusal as JSONRefusal {
             throw refusal
         } catch let error as InflateError {
             throw .inflate(error, limits: limits)
         } catch {
-            throw BodyRefusal(status: .badRequest, error: "unreadable body", detail: "\(error)")
+            throw JSONRefusal(status: .badRequest, error: "unreadable body", detail: "\(error)")
         }
         do {
             return try inflater.finish()
         } catch {
             throw .inflate(error, limits: limits)
         }
+    }
+}
+
+extension JSONRefusal {
+    /// A body over a size cap (413).
+    static func tooLarge(_ detail: String) -> JSONRefusal {
+        JSONRefusal(status: .contentTooLarge, error: "body too large", detail: detail)
+    }
+
+    /// A compressed stream that does not inflate: 413 past the decompressed cap, else 400.
+    static func inflate(_ error: InflateError, limits: ServerSettings.Limits) -> JSONRefusal {
+        if case .tooLarge = error { return tooLarge("decompressed body exceeds \(limits.maxDecompressedBytes) bytes") }
+        return JSONRefusal(status: .badRequest, error: "bad compressed stream", detail: error.description)
     }
 }

@@ -17,9 +17,8 @@ extension OperationsRoutes {
 
     /// Opens a reader of the store (blocking: call on NIO's thread pool).
     var readerFactory: @Sendable () throws -> any TelemetryReader {
-        if let postgres { return { try postgres.reader() } }
-        let path = databasePath
-        return { try SQLiteTelemetryStore(path: path, access: .readOnly) }
+        let (location, node) = (StoreLocation(database: databasePath), postgres)
+        return { try location.reader(node: node) }
     }
 
     /// 200 while the last commit and the last pool operation succeeded and the
@@ -47,36 +46,13 @@ extension OperationsRoutes {
         return JSONResponse.make(healthy ? .ok : .serviceUnavailable, .object(members), headers: headers)
     }
 
-    /// Prometheus lines for the store kind, the pool and the index's catch-up.
-    func postgresExposition() -> [UInt8] {
-        guard let postgres else { return Array("# TYPE kbtd_store_info gauge\nkbtd_store_info{kind=\"sqlite\"} 1\n".utf8) }
+    /// Sets the pool's and the catch-up's gauges (`StoreMetrics`; nothing on SQLite).
+    func refreshPostgresGauges() {
+        guard let postgres, let gauges = metrics.store.postgres else { return }
         let pool = postgres.database.poolState
-        var text = """
-            # HELP kbtd_store_info The store kind (sqlite or postgresql).
-            # TYPE kbtd_store_info gauge
-            kbtd_store_info{kind="postgresql"} 1
-            # HELP kbtd_postgres_pool_leased_connections Pool connections in use.
-            # TYPE kbtd_postgres_pool_leased_connections gauge
-            kbtd_postgres_pool_leased_connections \(pool.leased)
-            # HELP kbtd_postgres_pool_size Most connections the pool opens.
-            # TYPE kbtd_postgres_pool_size gauge
-            kbtd_postgres_pool_size \(settings.current.postgres.poolSize)
-            # HELP kbtd_postgres_up 1 when the last pool operation succeeded.
-            # TYPE kbtd_postgres_up gauge
-            kbtd_postgres_up \(pool.lastError == nil ? 1 : 0)
-
-            """
-        if let catchUp {
-            text += """
-                # HELP kbtd_index_lag_seconds Seconds since the last successful read of other nodes' commits.
-                # TYPE kbtd_index_lag_seconds gauge
-                kbtd_index_lag_seconds \(catchUp.lagSeconds)
-                # HELP kbtd_index_catch_up_commits_total Other nodes' commits applied to this node's index.
-                # TYPE kbtd_index_catch_up_commits_total counter
-                kbtd_index_catch_up_commits_total \(catchUp.appliedCommits)
-
-                """
-        }
-        return Array(text.utf8)
+        gauges.poolLeased.set(Int64(pool.leased))
+        gauges.poolSize.set(Int64(settings.current.postgres.poolSize))
+        gauges.up.set(Int64(pool.lastError == nil ? 1 : 0))
+        if let catchUp { gauges.indexLag.set(catchUp.lagSeconds) }
     }
 }

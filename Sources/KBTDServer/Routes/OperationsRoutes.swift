@@ -42,15 +42,16 @@ struct OperationsRoutes: Sendable {
         metrics.queueDepth.set(Double(writer.queueDepth))
         refreshGauges()
         metrics.queueCapacity.set(Double(writer.capacity))
+        refreshPostgresGauges()
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition() + postgresExposition())))
+                        body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
     }
 
     /// Most rows one `/v1/stats` answer holds (`limit`, default 1,000); `next`
     /// in the answer is the `after` cursor of the following page.
     static let maxStatsRows = 10_000
 
-    func stats(_ request: Request, context: KBTDRequestContext) async -> Response {
+    func stats(_ request: Request, context: KBTDRequestContext) async throws(JSONRefusal) -> Response {
         let parameters = request.uri.queryParameters
         let filter: StatsFilter, after: SeriesKey?, limit: Int
         do throws(FieldError) {
@@ -70,7 +71,7 @@ struct OperationsRoutes: Sendable {
             filter = StatsFilter(model: parameters["model"].map(String.init), language: parameters["language"].map(String.init),
                                  osMajor: osMajor)
         } catch {
-            return JSONResponse.invalid(error, "invalid query")
+            throw JSONRefusal(error, "invalid query")
         }
         let openReader = readerFactory
         let (cursor, pageLimit) = (after, limit)
@@ -92,8 +93,8 @@ struct OperationsRoutes: Sendable {
             return JSONResponse.bytes(.ok, Array(body.utf8))
         } catch {
             context.logger.error("stats: cannot read \(loggableDatabase(databasePath)): \(error)")
-            return JSONResponse.error(.serviceUnavailable, "unavailable", detail: "the database cannot be read; see the daemon's log",
-                                      retryAfter: settings.current.limits.retryAfterSeconds)
+            throw JSONRefusal(status: .serviceUnavailable, error: "unavailable", detail: "the database cannot be read; see the daemon's log",
+                              retryAfter: settings.current.limits.retryAfterSeconds)
         }
     }
 

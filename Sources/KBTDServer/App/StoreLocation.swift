@@ -1,0 +1,89 @@
+import Foundation
+import KBTDCore
+import KBTDPostgres
+import KBTDStore
+import Logging
+
+/// Where the `database` setting points, and the one place a store is opened
+/// from it: the app's writer (`writer`), the read-only endpoints (`reader`,
+/// through a PostgreSQL node's pool) and the offline commands (`offlineReader`,
+/// `kbtd stats`, `height`, `report`, ...). A new kind of store is added here.
+/// (A PostgreSQL node itself, its pool, migration and catch-up, is `PostgresNode`.)
+///
+///     let store = try StoreLocation(database: settings.database).offlineReader()
+public enum StoreLocation: Sendable {
+    /// An SQLite file.
+    case sqlite(path: String)
+    /// A shared PostgreSQL database (`postgres://` URL).
+    case postgres(url: String)
+
+    public init(database: String) {
+        self = PostgresURL.isURL(database) ? .postgres(url: database) : .sqlite(path: database)
+    }
+
+    /// Why an offline reader could not be opened (the command line maps each to its exit code).
+    public enum OpenFailure: Error {
+        /// A PostgreSQL URL that does not parse, or whose password cannot be read.
+        case badURL(String)
+        /// No SQLite file at the path.
+        case missing(path: String)
+        /// The store exists but cannot be read: what to print (no password in it).
+        case unreadable(String)
+    }
+
+    /// What the writer thread opens, and reopens after a failed commit: the
+    /// SQLite file read-write (created and migrated), or a store on `node`'s pool.
+    func writer(_ settings: ServerSettings, node: PostgresNode?,
+                admission: @escaping @Sendable () -> IndexAdmission) -> @Sendable () throws -> any TelemetryStore {
+        switch self {
+        case .postgres:
+            guard let node else { preconditionFailure("a PostgreSQL store is opened through its node (PostgresNode.open)") }
+            let database = node.database, marks = node.marks
+            return { try PostgresTelemetryStore(database: database, marks: marks, migrate: false, admission: admission) }
+        case .sqlite(let path):
+            let (fileMode, walLimit) = (settings.databaseMode, settings.maxWALBytes)
+            return { try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission) }
+        }
+    }
+
+    /// A reader for `/v1/stats` and the dashboard (blocking: call off the cooperative
+    /// pool): the SQLite file read-only, or a reader on `node`'s pool.
+    func reader(node: PostgresNode?) throws -> any TelemetryReader {
+        switch self {
+        case .postgres:
+            guard let node else { preconditionFailure("a PostgreSQL store is read through its node (PostgresNode.open)") }
+            return try PostgresTelemetryStore(database: node.database, migrate: false, forWriting: false)
+        case .sqlite(let path):
+            return try SQLiteTelemetryStore(path: path, access: .readOnly)
+        }
+    }
+
+    /// A read-only store for a command-line tool (blocking): the SQLite file,
+    /// never created or migrated, or a small pool of its own on PostgreSQL
+    /// (never migrated; an hour per operation, for long reads).
+    public func offlineReader() throws(OpenFailure) -> any TelemetryReader {
+        switch self {
+        case .postgres(let text):
+            var url: PostgresURL
+            do {
+                url = try PostgresURL(text)
+                try url.resolvePassword()
+            } catch {
+                throw .badURL(error.description)
+            }
+            let database = PostgresDatabase(url: url, maxConnections: 2, operationTimeout: .seconds(3600), logger: Logger(label: "kbtd"))
+            do {
+                return try PostgresTelemetryStore(database: database, migrate: false, forWriting: false)
+            } catch {
+                throw .unreadable("\(url): \(PostgresDatabase.describe(error))")
+            }
+        case .sqlite(let path):
+            guard FileManager.default.fileExists(atPath: path) else { throw .missing(path: path) }
+            do {
+                return try SQLiteTelemetryStore(path: path, access: .readOnly)
+            } catch {
+                throw .unreadable("\(loggableDatabase(path)): \(error)")
+            }
+        }
+    }
+}

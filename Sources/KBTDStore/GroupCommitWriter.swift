@@ -278,18 +278,29 @@ public final class GroupCommitWriter: Sendable {
     /// Deletes keys that never gathered `min_sources` networks, in slices so
     /// commits go on between them.
     private func pruneKeys(_ store: any TelemetryStore, before cutoff: Int64, onForget: ([SeriesKey]) -> Void) {
+        if let total = deleteKeysInSlices("unconfirmed keys", onForget: onForget, {
+            try store.pruneUnconfirmedKeys(firstSeenBefore: cutoff, limit: $0)
+        }) {
+            logger.info("forgot \(total) keys no trusted peer or min_sources networks confirmed in time")
+        }
+    }
+
+    /// Runs `delete` a slice of 5,000 keys at a time until a slice comes back short, handing
+    /// each slice to `onForget`; returns how many keys went when any did (a failure is logged).
+    private func deleteKeysInSlices(_ what: String, onForget: ([SeriesKey]) -> Void,
+                                    _ delete: (Int) throws -> [SeriesKey]) -> Int? {
         var total = 0
         do {
             while true {
-                let removed = try store.pruneUnconfirmedKeys(firstSeenBefore: cutoff, limit: 5_000)
+                let removed = try delete(5_000)
                 onForget(removed)
                 total += removed.count
                 if removed.count < 5_000 { break }
             }
         } catch {
-            logger.warning("pruning unconfirmed keys failed", metadata: ["error": "\(error)"])
+            logger.warning("pruning \(what) failed", metadata: ["error": "\(error)"])
         }
-        if total > 0 { logger.info("forgot \(total) keys no trusted peer or min_sources networks confirmed in time") }
+        return total > 0 ? total : nil
     }
 
     /// Replaces client networks' keyed hashes past retention with random identifiers.
@@ -304,18 +315,9 @@ public final class GroupCommitWriter: Sendable {
 
     /// Deletes keys without trusted data that nobody reported since `cutoff`, in slices.
     private func pruneIdleKeys(_ store: any TelemetryStore, before cutoff: Int64, onForget: ([SeriesKey]) -> Void) {
-        var total = 0
-        do {
-            while true {
-                let removed = try store.pruneIdleKeys(lastSeenBefore: cutoff, limit: 5_000)
-                onForget(removed)
-                total += removed.count
-                if removed.count < 5_000 { break }
-            }
-        } catch {
-            logger.warning("pruning idle keys failed", metadata: ["error": "\(error)"])
+        if let total = deleteKeysInSlices("idle keys", onForget: onForget, { try store.pruneIdleKeys(lastSeenBefore: cutoff, limit: $0) }) {
+            logger.info("forgot \(total) keys without trusted data that nobody reported in idle_key_retention_days")
         }
-        if total > 0 { logger.info("forgot \(total) keys without trusted data that nobody reported in idle_key_retention_days") }
     }
 
     private func prune(_ store: any TelemetryStore, before cutoff: Int64) {

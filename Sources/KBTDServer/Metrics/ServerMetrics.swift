@@ -28,7 +28,8 @@ public final class ServerMetrics: Sendable {
     /// Unix seconds at which these counters started.
     let startedAt = Int64(Date().timeIntervalSince1970)
 
-    private static func name(_ metric: String, unit: String = "", _ help: String) -> MetricNameDescriptor {
+    /// A `kbtd_` series name (`name("wal", unit: "bytes", ...)` is `kbtd_wal_bytes`).
+    static func name(_ metric: String, unit: String = "", _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "kbtd", metricName: metric, unitName: unit, helpText: help)
     }
 

@@ -16,25 +16,21 @@ struct StoreMetrics: Sendable {
 
     let postgres: Postgres?
 
-    private static func name(_ metric: String, unit: String = "", _ help: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "kbtd", metricName: metric, unitName: unit, helpText: help)
-    }
-
     init(registry: PrometheusCollectorRegistry, postgres: Bool) {
         let kind = postgres ? "postgresql" : "sqlite"
-        registry.makeGauge(descriptor: Self.name("store_info", "The store kind (sqlite or postgresql)."), labels: [("kind", kind)])
+        registry.makeGauge(descriptor: ServerMetrics.name("store_info", "The store kind (sqlite or postgresql)."), labels: [("kind", kind)])
             .set(Int64(1))
         guard postgres else {
             self.postgres = nil
             return
         }
         self.postgres = Postgres(
-            poolLeased: registry.makeGauge(descriptor: Self.name("postgres_pool_leased_connections", "Pool connections in use.")),
-            poolSize: registry.makeGauge(descriptor: Self.name("postgres_pool_size", "Most connections the pool opens.")),
-            up: registry.makeGauge(descriptor: Self.name("postgres_up", "1 when the last pool operation succeeded.")),
-            indexLag: registry.makeGauge(descriptor: Self.name("index_lag", unit: "seconds",
+            poolLeased: registry.makeGauge(descriptor: ServerMetrics.name("postgres_pool_leased_connections", "Pool connections in use.")),
+            poolSize: registry.makeGauge(descriptor: ServerMetrics.name("postgres_pool_size", "Most connections the pool opens.")),
+            up: registry.makeGauge(descriptor: ServerMetrics.name("postgres_up", "1 when the last pool operation succeeded.")),
+            indexLag: registry.makeGauge(descriptor: ServerMetrics.name("index_lag", unit: "seconds",
                                                                 "Seconds since the last successful read of other nodes' commits.")),
-            catchUpCommits: registry.makeCounter(descriptor: Self.name("index_catch_up_commits", unit: "total",
+            catchUpCommits: registry.makeCounter(descriptor: ServerMetrics.name("index_catch_up_commits", unit: "total",
                                                                        "Other nodes' commits applied to this node's index.")))
     }
 }

@@ -7,8 +7,9 @@ import Logging
 /// Where the `database` setting points, and the one place a store is opened
 /// from it: the app's writer (`writer`), the read-only endpoints (`reader`,
 /// through a PostgreSQL node's pool) and the offline commands (`offlineReader`,
-/// `kbtd stats`, `height`, `report`, ...). A new kind of store is added here.
-/// (A PostgreSQL node itself, its pool, migration and catch-up, is `PostgresNode`.)
+/// `kbtd stats`, `height`, `report`, ...), and a PostgreSQL node's side
+/// (`node`: its pool, migration and start-up load, `PostgresNode`). A new kind
+/// of store is added here.
 ///
 ///     let store = try StoreLocation(database: settings.database).offlineReader()
 public enum StoreLocation: Sendable {
@@ -29,6 +30,15 @@ public enum StoreLocation: Sendable {
         case missing(path: String)
         /// The store exists but cannot be read: what to print (no password in it).
         case unreadable(String)
+    }
+
+    /// A PostgreSQL node's side (its pool, migrated schema and start-up load:
+    /// `PostgresNode.open`, async, before `KBTDApp.init`), or nil for an SQLite file.
+    public func node(_ settings: ServerSettings, logger: Logger) async throws -> PostgresNode? {
+        guard case .postgres = self else { return nil }
+        return try await PostgresNode.open(settings, admission: {
+            IndexAdmission(minSources: settings.estimator.minSources, maxIndexedKeys: settings.maxIndexedKeys)
+        }, logger: logger)
     }
 
     /// What the writer thread opens, and reopens after a failed commit: the

@@ -33,7 +33,7 @@ public final class CommitLogMarks: Sendable {
 ///
 /// The `TelemetryStore` methods block (the writer calls them on its own
 /// thread); never call them on the cooperative pool.
-public final class PostgresTelemetryStore: TelemetryStore, TelemetryReader {
+public final class PostgresTelemetryStore: TelemetryStore {
     public let database: PostgresDatabase
     /// This node's name in `commit_log` (host and pid).
     let node: String

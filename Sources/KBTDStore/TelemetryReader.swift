@@ -21,8 +21,6 @@ public protocol TelemetryReader: AnyObject {
     func dashboardData(_ filter: DashboardFilter, minSamples: Int64) throws -> DashboardData
 }
 
-extension SQLiteTelemetryStore: TelemetryReader {}
-
 extension CommitResult {
     /// For stores outside this module (PostgreSQL); the memberwise initializer is internal.
     public static func of(stored: [Bool], added: AggregateDelta, admitted: Int) -> CommitResult {

@@ -63,16 +63,14 @@ public struct IndexAdmission: Sendable, Equatable {
     }
 }
 
-/// Durable storage of aggregates and seen batch ids. SQLite now; a PostgreSQL
-/// backend for stateless ingest nodes later. One writer uses an instance from
-/// one thread; implementations need not be thread-safe.
-public protocol TelemetryStore: AnyObject {
-    /// Stores all `batches` in one durable transaction, or none of them (throws).
+/// Durable storage of aggregates and seen batch ids (SQLite, or PostgreSQL for
+/// several stateless nodes): what a `TelemetryReader` reads, and the writes.
+/// One writer uses an instance from one thread; implementations need not be
+/// thread-safe. (GRDB's `DatabaseWriter`, which refines `DatabaseReader`, is the model.)
+public protocol TelemetryStore: TelemetryReader {
+    /// Stores all `batches` in one durable transaction, or none of them (throws):
+    /// claims the ids of a `CommitPlan`, settles it and applies it.
     func commit(_ batches: [PendingBatch]) throws -> CommitResult
-    /// Every count in the store, read as one delta from empty.
-    func loadCounts() throws -> AggregateDelta
-    /// The counts of admitted keys only: what the in-memory index starts from.
-    func loadIndexCounts() throws -> AggregateDelta
     /// Calls `body` with every stored key (admitted or not).
     func forEachKey(_ body: (SeriesKey) -> Void) throws
     /// Deletes keys never admitted and first seen before `cutoff` (Unix

@@ -22,13 +22,12 @@ struct Transport: Sendable {
     }
 
     /// The channel a listener on `socket` serves its connections with.
-    func channel(for socket: ListenerSocket, settings: ServerSettings, http1: HTTP1Channel, answers: CachedAnswers,
+    func channel(for socket: ListenerSocket, settings: ServerSettings, channels: HTTPChannels,
                  metrics: ServerMetrics) -> ListenerChannel {
         let options = Self.options(for: socket, settings)
         return ListenerChannel(
-            http1: http1, answers: answers, tls: options.tls ? tls : nil, proxyProtocol: options.proxyProtocol, clients: clients,
-            metrics: metrics, handshakeTimeout: .seconds(Int64(settings.limits.headerTimeoutSeconds)),
-            idleTimeout: .seconds(Int64(settings.limits.idleTimeoutSeconds)))
+            channels: channels, tls: options.tls ? tls : nil, proxyProtocol: options.proxyProtocol, clients: clients,
+            metrics: metrics, handshakeTimeout: .seconds(Int64(settings.limits.headerTimeoutSeconds)))
     }
 
     /// What `socket` speaks. Unix sockets are plain. A TCP socket takes its `listen` entry's

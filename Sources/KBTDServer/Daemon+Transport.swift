@@ -14,7 +14,7 @@ struct Transport: Sendable {
     /// Reads the TLS pair (a SettingsError names the file: exit 78).
     init(_ settings: ServerSettings) throws(SettingsError) {
         if let certificate = settings.tlsCertificate, let key = settings.tlsKey {
-            tls = TLSContextBox(try TLSCredentials.context(certificate: certificate, key: key))
+            tls = try TLSContextBox(certificate: certificate, key: key)
         } else {
             tls = nil
         }
@@ -22,13 +22,12 @@ struct Transport: Sendable {
     }
 
     /// The channel a listener on `socket` serves its connections with.
-    func channel(for socket: ListenerSocket, settings: ServerSettings, http1: HTTP1Channel, answers: CachedAnswers,
+    func channel(for socket: ListenerSocket, settings: ServerSettings, channels: HTTPChannels,
                  metrics: ServerMetrics) -> ListenerChannel {
         let options = Self.options(for: socket, settings)
         return ListenerChannel(
-            http1: http1, answers: answers, tls: options.tls ? tls : nil, proxyProtocol: options.proxyProtocol, clients: clients,
-            metrics: metrics, handshakeTimeout: .seconds(Int64(settings.limits.headerTimeoutSeconds)),
-            idleTimeout: .seconds(Int64(settings.limits.idleTimeoutSeconds)))
+            channels: channels, tls: options.tls ? tls : nil, proxyProtocol: options.proxyProtocol, clients: clients,
+            metrics: metrics, handshakeTimeout: .seconds(Int64(settings.limits.headerTimeoutSeconds)))
     }
 
     /// What `socket` speaks. Unix sockets are plain. A TCP socket takes its `listen` entry's
@@ -68,14 +67,18 @@ struct Transport: Sendable {
     }
 
     /// SIGHUP: trusted proxies and the forwarding header change at once; the TLS pair is re-read
-    /// (a renewed certificate reaches new connections, open ones keep theirs). Turning TLS on or
+    /// (a renewed certificate reaches new connections, open ones keep theirs; an unchanged one
+    /// keeps the running context, whose session tickets clients resume with). Turning TLS on or
     /// off needs a restart.
     func reload(_ new: ServerSettings, logger: Logger) {
         clients.update(new)
         if let box = tls, let certificate = new.tlsCertificate, let key = new.tlsKey {
             do {
-                try box.reload(certificate: certificate, key: key)
-                logger.notice("TLS certificate re-read from \(certificate)")
+                if try box.reload(certificate: certificate, key: key) {
+                    logger.notice("TLS certificate re-read from \(certificate)")
+                } else {
+                    logger.notice("TLS certificate unchanged in \(certificate): the running TLS context stays, so sessions resume")
+                }
             } catch {
                 logger.error("TLS pair not reloaded, keeping the running one: \(error)")
             }

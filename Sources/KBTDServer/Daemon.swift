@@ -36,11 +36,7 @@ public struct Daemon: Sendable {
         // Reads the TLS pair first: a bad one is exit 78 before the database is touched.
         let transport = try Transport(initial)
         // A postgres:// URL: a shared database, several nodes (PostgresNode, docs/scaling-out.md).
-        let postgres = PostgresURL.isURL(initial.database)
-            ? try await PostgresNode.open(initial, admission: {
-                IndexAdmission(minSources: initial.estimator.minSources, maxIndexedKeys: initial.maxIndexedKeys)
-            }, logger: logger)
-            : nil
+        let postgres = try await StoreLocation(database: initial.database).node(initial, logger: logger)
         let app = try KBTDApp(settings: initial, logger: logger, logLevel: logLevel, postgres: postgres)
         var socketLock: ExclusiveLock?
         if let socket = initial.unixSocket, SocketActivation.inheritedSockets().isEmpty {
@@ -51,9 +47,7 @@ public struct Daemon: Sendable {
                 throw error
             }
         }
-        let answers = CachedAnswers(routes: HeightRoutes(heights: app.heights, settings: app.settings, metrics: app.metrics),
-                                    dates: HTTPDate(), logger: logger)
-        let channel = HTTP1Channel.serving(app, limits: initial.limits, logger: logger, clients: transport.clients, answers: answers)
+        let channels = app.channels(limits: initial.limits, logger: logger, clients: transport.clients)
 
         let sockets = Self.listenerSockets(initial, logger: logger)
         let ready = ReadinessGate()
@@ -61,8 +55,8 @@ public struct Daemon: Sendable {
         let logger = self.logger
         let group = MultiThreadedEventLoopGroup.singleton
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = sockets.map { socket in
-            .init(service: HTTPListener(socket: socket, channel: transport.channel(for: socket, settings: initial, http1: channel,
-                                                                                    answers: answers, metrics: app.metrics),
+            .init(service: HTTPListener(socket: socket, channel: transport.channel(for: socket, settings: initial, channels: channels,
+                                                                                    metrics: app.metrics),
                                         group: group, logger: logger, connections: app.connections) { address in
                 if let path = address?.pathname, chmod(path, mode_t(initial.unixSocketMode)) != 0 {
                     logger.error("cannot set mode \(String(initial.unixSocketMode, radix: 8)) on \(path): errno \(errno)")

@@ -29,6 +29,9 @@ public final class KBTDApp: Sendable {
     let sourceWeights: SourceWeights
     let keyGate: KeyGate
     let responder: RouterResponder<KBTDRequestContext>
+    /// The fast path for height answers: the router's own rendered answers, sent from the
+    /// channel pipeline of every listener (`requestHandlers(_:limits:)`, `ListenerChannel`).
+    let answers: CachedAnswers
     /// Held while the app lives: one daemon per database file.
     /// Held until `shutdown()` has committed the last batch.
     private let databaseLock: Mutex<ExclusiveLock?>
@@ -140,8 +143,11 @@ public final class KBTDApp: Sendable {
         })
         self.catchUp = catchUp
         background = BackgroundServices(catchUp.map { [IndexCatchUpService(catchUp: $0)] } ?? [], logger: logger)
-        responder = Self.router(settings: box, metrics: metrics, heights: heights, writer: writer, rateLimiter: rateLimiter,
-                                sourceWeights: sourceWeights, keyGate: keyGate, databasePath: path,
+        // One HeightRoutes, so one cache of rendered answers, for the router and the fast path.
+        let heightRoutes = HeightRoutes(heights: heights, settings: box, metrics: metrics)
+        answers = CachedAnswers(routes: heightRoutes, dates: HTTPDate(), logger: logger)
+        responder = Self.router(settings: box, metrics: metrics, heights: heights, heightRoutes: heightRoutes, writer: writer,
+                                rateLimiter: rateLimiter, sourceWeights: sourceWeights, keyGate: keyGate, databasePath: path,
                                 postgres: postgres, catchUp: catchUp).buildResponder()
     }
 
@@ -149,7 +155,8 @@ public final class KBTDApp: Sendable {
     /// the request log, the request counter (it sees every status), JSON
     /// bodies for router errors, 405 for a known path's wrong method; then per
     /// group: ingest's rate limit and token, the operations endpoints' access rule.
-    private static func router(settings: SettingsBox, metrics: ServerMetrics, heights: LiveHeights, writer: GroupCommitWriter,
+    private static func router(settings: SettingsBox, metrics: ServerMetrics, heights: LiveHeights, heightRoutes: HeightRoutes,
+                               writer: GroupCommitWriter,
                                rateLimiter: ClientRateLimiter, sourceWeights: SourceWeights, keyGate: KeyGate,
                                databasePath: String, postgres: PostgresNode?, catchUp: IndexCatchUp?) -> Router<KBTDRequestContext> {
         let router = Router(context: KBTDRequestContext.self, options: .autoGenerateHeadEndpoints)
@@ -164,9 +171,8 @@ public final class KBTDApp: Sendable {
             .add(middleware: IngestAuthMiddleware(settings: settings, metrics: metrics))
             .post("/v1/batches", use: ingest.handle)
 
-        let heightHandlers = HeightRoutes(heights: heights, settings: settings, metrics: metrics)
-        router.get("/v1/height", use: heightHandlers.height)
-        router.get("/v1/heights", use: heightHandlers.allHeights)
+        router.get("/v1/height", use: heightRoutes.height)
+        router.get("/v1/heights", use: heightRoutes.allHeights)
 
         let operations = OperationsRoutes(writer: writer, settings: settings, metrics: metrics, databasePath: databasePath) {
             metrics.walBytes.set(Double(writer.walBytes))

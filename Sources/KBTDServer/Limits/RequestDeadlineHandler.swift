@@ -60,9 +60,9 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.fireChannelRead(data)
     }
 
-    /// An answer written in front of the HTTP decoder (`CachedAnswerBytesHandler`).
+    /// A whole response written below the HTTP codec: the connection is between requests again.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is CachedAnswerSent {
+        if event is ResponseWrittenBelowCodec {
             arm(context, idleTimeout)
             return
         }
@@ -113,3 +113,8 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         deadline = nil
     }
 }
+
+/// Fired inbound by a handler below the HTTP codec that answered a request by writing the
+/// response's bytes itself: neither the request nor the response passes the codec, so nothing
+/// above it sees them as parts. `RequestDeadlineHandler` takes it as the end of a response.
+struct ResponseWrittenBelowCodec {}

@@ -70,7 +70,7 @@ final class CachedAnswerBytesHandler: ChannelInboundHandler, RemovableChannelHan
         }
         if answered {
             context.flush()
-            context.fireUserInboundEventTriggered(CachedAnswerSent())
+            context.fireUserInboundEventTriggered(ResponseWrittenBelowCodec())
         }
     }
 

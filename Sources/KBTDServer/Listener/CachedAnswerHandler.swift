@@ -19,7 +19,9 @@ import NIOHTTPTypes
 /// It sits after the request deadline and malformed-request handlers, so
 /// those see every request and every answer, and before Hummingbird's
 /// connection-state handler, whose idle timer the listener therefore leaves
-/// off (`RequestDeadlineHandler` keeps the idle deadline).
+/// off (`RequestDeadlineHandler` keeps the idle deadline). HTTP/1.1 connections
+/// and h2 streams get it alike (`KBTDApp.requestHandlers(_:limits:)`); only the
+/// protocol it counts under differs.
 final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -28,17 +30,17 @@ final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let answers: CachedAnswers
     /// Which of `kbtd_fast_answers_total` counts this handler's answers.
-    private let onHTTP2: Bool
+    private let fast: FastAnswerProtocol
     /// Requests passed to the router whose response has not ended yet.
     private var unanswered = 0
     /// The answer to a request taken here, sent once its `.end` arrives.
-    private var pending: (route: String, reply: HeightRoutes.Reply)?
+    private var pending: RenderedAnswer?
 
-    /// `onHTTP2`: the handler serves one HTTP/2 stream (one request; HPACK, flow control and
-    /// framing are swift-nio-http2's), not an HTTP/1.1 connection.
-    init(_ answers: CachedAnswers, onHTTP2: Bool = false) {
+    /// `protocol`: `.h2` when the handler serves one HTTP/2 stream (one request; HPACK, flow control
+    /// and framing are swift-nio-http2's), `.http1` for an HTTP/1.1 connection.
+    init(_ answers: CachedAnswers, protocol fast: FastAnswerProtocol = .http1) {
         self.answers = answers
-        self.onHTTP2 = onHTTP2
+        self.fast = fast
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -54,12 +56,12 @@ final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // A request taken here has no body (no Content-Length, no Transfer-Encoding).
             if pending == nil { context.fireChannelRead(data) }
         case .end:
-            guard let (route, reply) = pending else {
+            guard let answer = pending else {
                 context.fireChannelRead(data)
                 return
             }
             pending = nil
-            send(reply, route: route, context: context)
+            send(answer, context: context)
         }
     }
 
@@ -69,19 +71,17 @@ final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// The reply for `head` if this path may answer it; nil passes it on.
-    private func answer(_ head: HTTPRequest) -> (route: String, reply: HeightRoutes.Reply)? {
+    private func answer(_ head: HTTPRequest) -> RenderedAnswer? {
         guard head.method == .get, let target = head.path, head.headerFields[.connection] == nil,
               head.headerFields[.contentLength] == nil, head.headerFields[.transferEncoding] == nil else { return nil }
-        return answers.reply(target: target, ifNoneMatch: head.headerFields[.ifNoneMatch])
+        return answers.answer(target: target, ifNoneMatch: head.headerFields[.ifNoneMatch])
     }
 
-    private func send(_ reply: HeightRoutes.Reply, route: String, context: ChannelHandlerContext) {
-        let headers = answers.sending(reply, route: route)
-        (onHTTP2 ? answers.fastHTTP2 : answers.fastHTTP1).increment()
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: reply.status, headerFields: headers))), promise: nil)
-        if let body = reply.body {
-            context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(bytes: body))), promise: nil)
-        }
+    private func send(_ answer: RenderedAnswer, context: ChannelHandlerContext) {
+        answers.count(answer, on: fast)
+        let head = HTTPResponse(status: answer.reply.status, headerFields: answer.fields(date: answers.dates.now()))
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if let body = answer.body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 }

@@ -41,20 +41,13 @@ struct ListenerChannel: ServerChildChannel {
     /// A TLS connection (and its PROXY header) must be through the handshake by then, like a request head.
     let handshakeTimeout: TimeAmount
 
-    init(http1: HTTP1Channel, answers: CachedAnswers, tls: TLSContextBox?, proxyProtocol: Bool, clients: ClientAddressResolver,
-         metrics: ServerMetrics, handshakeTimeout: TimeAmount, idleTimeout: TimeAmount) {
-        self.http1 = http1
-        self.answers = answers
-        // Streams get the same handlers as HTTP/1.1 connections (deadlines, malformed-request answers,
-        // and the fast path for cached heights, which answers a stream's GET with the same reply,
-        // headers and counts at the level of HTTP parts; HPACK and flow control stay swift-nio-http2's).
-        var stream = http1.configuration
-        let handlers = stream.additionalChannelHandlers
-        stream.additionalChannelHandlers = {
-            handlers().map { $0 is CachedAnswerHandler ? CachedAnswerHandler(answers, onHTTP2: true) : $0 }
-        }
-        http2 = HTTP2Channel(responder: http1.responder,
-                             configuration: .init(idleTimeout: .nanoseconds(idleTimeout.nanoseconds), streamConfiguration: stream))
+    init(channels: HTTPChannels, tls: TLSContextBox?, proxyProtocol: Bool, clients: ClientAddressResolver,
+         metrics: ServerMetrics, handshakeTimeout: TimeAmount) {
+        http1 = channels.http1
+        answers = channels.answers
+        // Streams get the handlers HTTP/1.1 connections get, with the fast path counting under h2
+        // (`KBTDApp.channels`); HPACK, flow control and framing stay swift-nio-http2's.
+        http2 = channels.http2
         self.tls = tls
         self.proxyProtocol = proxyProtocol
         self.clients = clients

@@ -17,18 +17,36 @@ enum TLSCredentials {
         "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
     ].joined(separator: ":")
 
-    /// Reads the PEM pair and builds a context. Errors name the file (and key) at fault,
-    /// so `kbtd serve` exits 78 and a SIGHUP reload logs what to fix.
-    static func context(certificate: String, key: String) throws(SettingsError) -> NIOSSLContext {
+    /// The pair as read: the files' bytes, what a reload compares to decide whether anything changed.
+    struct Pair: Equatable {
+        var chain: [UInt8]
+        var key: [UInt8]
+    }
+
+    /// Reads the PEM pair; errors name the file at fault.
+    static func read(certificate: String, key: String) throws(SettingsError) -> Pair {
+        var bytes: [[UInt8]] = []
         for (setting, path) in [("tls_certificate", certificate), ("tls_key", key)] {
-            guard FileManager.default.isReadableFile(atPath: path) else {
+            guard FileManager.default.isReadableFile(atPath: path), let data = FileManager.default.contents(atPath: path) else {
                 let reason = FileManager.default.fileExists(atPath: path) ? "is not readable by this user" : "does not exist"
                 throw SettingsError(message: "\(setting): \(path) \(reason)")
             }
+            bytes.append(Array(data))
         }
+        return Pair(chain: bytes[0], key: bytes[1])
+    }
+
+    /// Reads the PEM pair and builds a context. Errors name the file (and key) at fault,
+    /// so `kbtd serve` exits 78 and a SIGHUP reload logs what to fix.
+    static func context(certificate: String, key: String) throws(SettingsError) -> NIOSSLContext {
+        try context(read(certificate: certificate, key: key), certificate: certificate, key: key)
+    }
+
+    /// Builds a context from a pair already read (`certificate` and `key` name its files in errors).
+    static func context(_ pair: Pair, certificate: String, key: String) throws(SettingsError) -> NIOSSLContext {
         let chain: [NIOSSLCertificate]
         do {
-            chain = try NIOSSLCertificate.fromPEMFile(certificate)
+            chain = try NIOSSLCertificate.fromPEMBytes(pair.chain)
         } catch {
             throw SettingsError(message: "tls_certificate: \(certificate) is not a PEM certificate chain (\(error))")
         }
@@ -37,7 +55,7 @@ enum TLSCredentials {
         }
         let privateKey: NIOSSLPrivateKey
         do {
-            privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
+            privateKey = try NIOSSLPrivateKey(bytes: pair.key, format: .pem)
         } catch {
             throw SettingsError(message: "tls_key: \(key) is not an unencrypted PEM private key (\(error))")
         }
@@ -55,20 +73,40 @@ enum TLSCredentials {
     }
 }
 
-/// The TLS context new connections use, replaced on SIGHUP (certbot-style
-/// renewals): connections already open keep the one they started with.
+/// The TLS context new connections use. One context serves every connection for as long as the
+/// pair is unchanged: BoringSSL keeps its session cache and its session-ticket keys in the
+/// context (`SSL_CTX`), so a phone's second launch resumes the session (no certificate, no
+/// signature) even across SIGHUP reloads. BoringSSL makes those ticket keys itself and rotates
+/// them every two days, still accepting tickets of the previous key for two more, so rotation
+/// breaks no live session; swift-nio-ssl 2.37 offers no way to set or share ticket keys.
+///
+/// A renewed pair (certbot-style) gets a new context on SIGHUP: new connections present the new
+/// certificate, connections already open keep theirs, and tickets of the old context no longer
+/// resume (one full handshake per client after a renewal).
 final class TLSContextBox: Sendable {
-    private let context: Mutex<NIOSSLContext>
+    private let state: Mutex<(context: NIOSSLContext, pair: TLSCredentials.Pair?)>
 
-    init(_ context: NIOSSLContext) {
-        self.context = Mutex(context)
+    init(_ context: NIOSSLContext, pair: TLSCredentials.Pair? = nil) {
+        state = Mutex((context, pair))
     }
 
-    var current: NIOSSLContext { context.withLock { $0 } }
+    /// Reads the pair and builds its context (a SettingsError names the file: exit 78).
+    convenience init(certificate: String, key: String) throws(SettingsError) {
+        let pair = try TLSCredentials.read(certificate: certificate, key: key)
+        self.init(try TLSCredentials.context(pair, certificate: certificate, key: key), pair: pair)
+    }
+
+    var current: NIOSSLContext { state.withLock { $0.context } }
 
     /// Re-reads the pair; on failure the running context stays and the error names the file.
-    func reload(certificate: String, key: String) throws(SettingsError) {
-        let fresh = try TLSCredentials.context(certificate: certificate, key: key)
-        context.withLock { $0 = fresh }
+    /// Returns false when the files hold the pair already running: the context (and with it the
+    /// sessions clients may resume) stays.
+    @discardableResult
+    func reload(certificate: String, key: String) throws(SettingsError) -> Bool {
+        let pair = try TLSCredentials.read(certificate: certificate, key: key)
+        if state.withLock({ $0.pair == pair }) { return false }
+        let fresh = try TLSCredentials.context(pair, certificate: certificate, key: key)
+        state.withLock { $0 = (fresh, pair) }
+        return true
     }
 }

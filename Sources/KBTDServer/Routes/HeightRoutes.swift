@@ -5,14 +5,24 @@ import KBTDCore
 /// `GET /v1/height` and `GET /v1/heights`: answered from the in-memory index,
 /// with `Cache-Control` and a strong `ETag` (304 on `If-None-Match`).
 ///
-/// Two paths share `reply(path:query:ifNoneMatch:)`: the router's handlers
-/// below, and `CachedAnswerHandler`, which answers the common case of an
-/// HTTP/1.1 connection in the channel pipeline without the router. A question
-/// the reply refuses (a `FieldError`) always goes through the router.
+/// Every path takes its answer from `rendered(route:query:ifNoneMatch:)`, one
+/// cache of framed answers (`RenderedAnswers`): the router's handlers below, and
+/// the fast path (`CachedAnswers`), which answers the common case on an HTTP/1.1
+/// connection or an h2 stream in the channel pipeline without the router. A
+/// question the reply refuses (a `FieldError`) always goes through the router.
 struct HeightRoutes: Sendable {
     let heights: LiveHeights
     let settings: SettingsBox
     let metrics: ServerMetrics
+    /// The answers every path sends, framed, by question (bounded by `answer_cache_bytes`).
+    let answers: RenderedAnswers
+
+    init(heights: LiveHeights, settings: SettingsBox, metrics: ServerMetrics, limitBytes: Int? = nil) {
+        self.heights = heights
+        self.settings = settings
+        self.metrics = metrics
+        answers = RenderedAnswers(limitBytes: limitBytes ?? settings.current.answerCacheBytes)
+    }
 
     /// An answer before it becomes a `Response` or HTTP parts: 200 with the
     /// JSON body, or 304 without one; `headers` in the order they are sent.
@@ -39,14 +49,41 @@ struct HeightRoutes: Sendable {
 
     private func response(for request: Request, route: String) -> Response {
         do throws(FieldError) {
-            let reply = try self.reply(path: route, query: request.uri.queryParameters,
-                                       ifNoneMatch: request.headers[.ifNoneMatch])
-            count(reply)
-            guard let body = reply.body else { return Response(status: reply.status, headers: reply.headers) }
-            return Response(status: reply.status, headers: reply.headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            let query = request.uri.query.map { route + "?" + $0 } ?? route
+            let answer = try rendered(route: route, key: query, ifNoneMatch: request.headers[.ifNoneMatch]) {
+                request.uri.queryParameters
+            }
+            count(answer.reply)
+            guard let body = answer.body else { return Response(status: answer.reply.status, headers: answer.fields) }
+            return Response(status: answer.reply.status, headers: answer.fields, body: .init(byteBuffer: body))
         } catch {
             return JSONResponse.invalid(error, "invalid query")
         }
+    }
+
+    /// The framed answer to `route` with the query `parameters` reads: kept from an earlier
+    /// request with the same `key` (the route and its raw query: the request target) in this
+    /// generation of the index and this `cache_max_age`, else computed, framed and kept.
+    func rendered(route: String, key target: String, ifNoneMatch: String?,
+                  parameters: () -> FlatDictionary<Substring, Substring>) throws(FieldError) -> RenderedAnswer {
+        let key = Self.key(target, ifNoneMatch)
+        // Read before computing: an answer computed while the index changes is stored as already stale.
+        let generation = heights.generation
+        let maxAge = settings.current.cacheMaxAge
+        if let hit = answers.entry(key, generation: generation, maxAge: maxAge) { return hit }
+        let reply = try self.reply(path: route, query: parameters(), ifNoneMatch: ifNoneMatch)
+        let answer = RenderedAnswer(generation: generation, maxAge: maxAge, route: route, reply: reply)
+        answers.store(answer, key: key)
+        return answer
+    }
+
+    /// The kept answer for `key`, if there is one for this generation and `cache_max_age`.
+    func rendered(key target: String, ifNoneMatch: String?) -> RenderedAnswer? {
+        answers.entry(Self.key(target, ifNoneMatch), generation: heights.generation, maxAge: settings.current.cacheMaxAge)
+    }
+
+    private static func key(_ target: String, _ ifNoneMatch: String?) -> String {
+        ifNoneMatch.map { target + "\n" + $0 } ?? target
     }
 
     /// Counts an answer's levels in `kbtd_height_answers_total`, once per answer sent.

@@ -1,0 +1,126 @@
+import HTTPTypes
+import NIOCore
+import Synchronization
+
+/// One height answer as every path sends it: the reply, framed once (the response framer of the
+/// HTTP front). The router's handlers send `fields` and `body` as a `Response`, h2 streams and
+/// HTTP/1.1 connections at the level of parts send them as parts, and the HTTP/1.1 bytes path
+/// writes `head` and `body`; each adds only the `Date` of the second it sends.
+struct RenderedAnswer: Sendable {
+    var generation: UInt64
+    var maxAge: Int
+    /// The route that answered (`/v1/height` or `/v1/heights`): the label of the request counter.
+    var route: String
+    /// The reply without its body (kept once, in `body`): status, headers and the levels that answered.
+    var reply: HeightRoutes.Reply
+    /// The reply's header fields in the order they are sent, with the body's `Content-Length` (a 304 has none).
+    var fields: HTTPFields
+    /// The body once, shared by every send of this answer (nil for a 304).
+    var body: ByteBuffer?
+    /// Status line and header lines up to (without) `Date`.
+    var head: [UInt8]
+
+    /// Frames `reply`; `head` is the HTTP/1.1 rendering of `fields` unless given.
+    init(generation: UInt64, maxAge: Int, route: String, reply: HeightRoutes.Reply, head: [UInt8]? = nil) {
+        self.generation = generation
+        self.maxAge = maxAge
+        self.route = route
+        var fields = reply.headers
+        if let body = reply.body { fields[.contentLength] = String(body.count) }
+        self.fields = fields
+        body = reply.body.map { ByteBuffer(bytes: $0) }
+        var bodiless = reply
+        bodiless.body = nil
+        self.reply = bodiless
+        if let head {
+            self.head = head
+        } else {
+            var text = "HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\n"
+            for field in fields { text += "\(field.name.rawName): \(field.value)\r\n" }
+            self.head = Array(text.utf8)
+        }
+    }
+
+    /// The header fields as sent, with `Date`.
+    func fields(date: String) -> HTTPFields {
+        var fields = self.fields
+        fields[.date] = date
+        return fields
+    }
+
+    /// The whole HTTP/1.1 response as bytes for the socket, with `Date`.
+    func http1(date: String, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: head.count + 40 + (body?.readableBytes ?? 0))
+        buffer.writeBytes(head)
+        buffer.writeString("Date: ")
+        buffer.writeString(date)
+        buffer.writeString("\r\n\r\n")
+        if let body { buffer.writeImmutableBuffer(body) }
+        return buffer
+    }
+
+    /// What keeping this answer under `key` costs, bytes: the key, the head, the body, the framed
+    /// fields (about the head again) and the table's own bookkeeping (a generous 128 bytes).
+    func cost(key: String) -> Int {
+        key.utf8.count + 2 * head.count + (body?.readableBytes ?? 0) + route.utf8.count + 128
+    }
+}
+
+/// The one rendered-answer cache: whole height answers by question (route, query and
+/// `If-None-Match`), valid for one generation of the index and one `cache_max_age`. The
+/// router's height routes, the HTTP/1.1 fast path and h2 streams all take their answers here
+/// (`HeightRoutes.rendered`), so a question asked on any path is computed and framed once.
+///
+/// Bounded in bytes, not only in entries: a question's answer can be large (a model's
+/// `/v1/heights` with thousands of estimates is hundreds of KB), and questions are the
+/// client's to vary (every `os` string, every `If-None-Match`). Past `limitBytes` the table
+/// starts over; an answer larger than a quarter of it is sent but never kept. Entries of an
+/// older generation are dropped as soon as an answer of a newer one is stored.
+final class RenderedAnswers: Sendable {
+    typealias Entry = RenderedAnswer
+
+    private struct Table {
+        var entries: [String: Entry] = [:]
+        var bytes = 0
+        var generation: UInt64 = 0
+        var maxAge = -1
+    }
+
+    /// Questions kept at most, whatever their size.
+    static let capacity = 4096
+    let limitBytes: Int
+    private let table = Mutex(Table())
+
+    init(limitBytes: Int = 16 << 20) {
+        self.limitBytes = limitBytes
+    }
+
+    var bytes: Int { table.withLock { $0.bytes } }
+    var count: Int { table.withLock { $0.entries.count } }
+
+    func entry(_ key: String, generation: UInt64, maxAge: Int) -> Entry? {
+        table.withLock { table in
+            guard let entry = table.entries[key], entry.generation == generation, entry.maxAge == maxAge else { return nil }
+            return entry
+        }
+    }
+
+    func store(_ entry: Entry, key: String) {
+        let cost = entry.cost(key: key)
+        guard cost <= limitBytes / 4 else { return }
+        table.withLock { table in
+            if entry.generation != table.generation || entry.maxAge != table.maxAge {
+                // An answer of an older generation is stale already; a newer one retires every older answer.
+                guard entry.generation >= table.generation else { return }
+                table = Table(generation: entry.generation, maxAge: entry.maxAge)
+            }
+            if let old = table.entries[key] { table.bytes -= old.cost(key: key) }
+            if table.bytes + cost > limitBytes || (table.entries[key] == nil && table.entries.count >= Self.capacity) {
+                table.entries.removeAll(keepingCapacity: false)
+                table.bytes = 0
+            }
+            table.entries[key] = entry
+            table.bytes += cost
+        }
+    }
+}

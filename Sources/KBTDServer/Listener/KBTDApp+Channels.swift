@@ -1,0 +1,55 @@
+import HummingbirdCore
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+
+/// Hummingbird's HTTP/1.1 channel and HTTP/2 channel serving one app: what every listener stacks
+/// under its optional PROXY header and TLS (`ListenerChannel`).
+struct HTTPChannels: Sendable {
+    let http1: HTTP1Channel
+    let http2: HTTP2Channel
+    /// The fast path, for the bytes handler in front of HTTP/1.1's decoder.
+    let answers: CachedAnswers
+}
+
+extension KBTDApp {
+    /// The handlers each request passes after Hummingbird's codec, on an HTTP/1.1 connection and on
+    /// an h2 stream alike: the malformed-request answers and the slowloris deadlines see every
+    /// request and every answer, then the fast path answers cached heights (counted as `fast`).
+    func requestHandlers(_ fast: FastAnswerProtocol, limits: ServerSettings.Limits) -> [any RemovableChannelHandler] {
+        [MalformedRequestHandler(metrics: metrics),
+         RequestDeadlineHandler(headerTimeout: .seconds(Int64(limits.headerTimeoutSeconds)),
+                                bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds)),
+                                idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),
+         CachedAnswerHandler(answers, protocol: fast)]
+    }
+
+    /// The channels that answer with this app, adding the `Date` header Hummingbird's `Application`
+    /// would add. Each request's context carries the client `clients` resolves (the peer, or the
+    /// client a trusted proxy names).
+    func channels(limits: ServerSettings.Limits, logger: Logger, clients: ClientAddressResolver) -> HTTPChannels {
+        let dates = answers.dates
+        let responder: HTTPChannelHandler.Responder = { [self] request, writer, channel in
+            let client = clients.clientAddress(channel: channel, headers: request.headers)
+            var requestLogger = logger
+            if let client, client != channel.remoteAddress {
+                requestLogger[metadataKey: "client"] = "\(client.ipAddress ?? "\(client)")"
+            }
+            let context = KBTDRequestContext(source: KBTDRequestSource(logger: requestLogger, remoteAddress: client))
+            var response = await respond(to: request, context: context)
+            response.headers[.date] = dates.now()
+            try await writer.write(response: response.head, body: response.body)
+        }
+        // No idle timer in Hummingbird's connection-state handler: it sits behind CachedAnswerHandler and
+        // would not see the requests answered there. RequestDeadlineHandler keeps the idle deadline.
+        var connection = HTTP1Channel.Configuration(idleTimeout: nil)
+        connection.additionalChannelHandlers = { [self] in requestHandlers(.http1, limits: limits) }
+        var stream = HTTP1Channel.Configuration(idleTimeout: nil)
+        stream.additionalChannelHandlers = { [self] in requestHandlers(.h2, limits: limits) }
+        let idle = Duration.seconds(limits.idleTimeoutSeconds)
+        return HTTPChannels(
+            http1: HTTP1Channel(responder: responder, configuration: connection),
+            http2: HTTP2Channel(responder: responder, configuration: .init(idleTimeout: idle, streamConfiguration: stream)),
+            answers: answers)
+    }
+}

@@ -150,19 +150,20 @@ public struct AggregateDelta: Sendable, Equatable {
     }
 }
 
-/// One key's counts within a batch, keyed by numbers only (see `AggregateDelta.init(batch:)`).
-private struct SeriesCounts {
-    struct Animation: Hashable {
+/// One key's counts within a batch, keyed by numbers only (see
+/// `AggregateDelta.init(batch:)`; `CountedBatch` fills them straight from the scan).
+struct SeriesCounts: Sendable {
+    struct Animation: Hashable, Sendable {
         var event: KeyboardEvent
         var bin: AnimationBin
     }
 
-    struct Height: Hashable {
+    struct Height: Hashable, Sendable {
         var placement: Placement
         var halfPoints: Int
     }
 
-    struct ColdStart: Hashable {
+    struct ColdStart: Hashable, Sendable {
         var preloaded: Bool
         var bucket: Int
     }
@@ -175,18 +176,26 @@ private struct SeriesCounts {
 
     /// `AggregateDelta.add(_:device:)` for one key.
     mutating func add(_ sample: Sample) {
-        animations.add(Animation(event: sample.event, bin: AnimationBin(duration: sample.duration, curve: sample.curve)))
-        if sample.event != .hide {
-            let placement = sample.placement
-            let bin = HeightBin.halfPoints(sample.systemHeight)
+        add(event: sample.event, duration: sample.duration, curve: sample.curve, placement: sample.placement,
+            systemHeight: sample.systemHeight, safeAreaBottom: sample.safeAreaBottom, coldStartMs: sample.coldStartMs,
+            preloaded: sample.preloaded)
+    }
+
+    /// The same from a sample's values (no `Sample` built).
+    @inline(__always)
+    mutating func add(event: KeyboardEvent, duration: Double, curve: Int, placement: Placement, systemHeight: Double,
+                      safeAreaBottom: Double, coldStartMs: Double?, preloaded: Bool) {
+        animations.add(Animation(event: event, bin: AnimationBin(duration: duration, curve: curve)))
+        if event != .hide {
+            let bin = HeightBin.halfPoints(systemHeight)
             heights.add(Height(placement: placement, halfPoints: bin))
             if placement == .docked {
                 votes.add(bin)
-                safeAreas.add(HeightBin.halfPoints(sample.safeAreaBottom))
+                safeAreas.add(HeightBin.halfPoints(safeAreaBottom))
             }
         }
-        if let coldStart = sample.coldStartMs {
-            coldStarts.add(ColdStart(preloaded: sample.preloaded, bucket: LogBucket.index(coldStart)))
+        if let coldStartMs {
+            coldStarts.add(ColdStart(preloaded: preloaded, bucket: LogBucket.index(coldStartMs)))
         }
     }
 
@@ -214,7 +223,7 @@ private struct SeriesCounts {
 /// first `linearLimit` keys in arrays searched linearly (cheaper than hashing
 /// for a handful), any further ones in a dictionary (so a batch of thousands
 /// of distinct bins stays linear in time).
-private struct SmallCounts<Key: Hashable> {
+struct SmallCounts<Key: Hashable & Sendable>: Sendable {
     static var linearLimit: Int { 16 }
     var keys: [Key] = []
     var counts: [Int64] = []

@@ -1,7 +1,7 @@
 import KBTDCore
 
-/// The differential oracle: `BatchIntake` (what the daemon runs) against the
-/// reference it replaced, `JSONParser` + `BatchValidator.validate(document:now:)`
+/// The differential oracle: `BatchIntake`, both its counting pass (what the
+/// daemon runs) and its materialising one, against the reference it replaced, `JSONParser` + `BatchValidator.validate(document:now:)`
 /// + `AggregateDelta.sampleBySample` (against the grouped `AggregateDelta(batch:)`). Only the fuzz harness and the replay tests call it.
 ///
 ///     if let difference = IntakeOracle.difference(json: bytes, now: now, rules: rules) { fatalError(difference) }
@@ -22,16 +22,51 @@ public enum IntakeOracle {
         } catch {
             intake = .failure(error)
         }
+        let counted: Result<CountedBatch, FieldError>
+        do {
+            counted = .success(try BatchIntake.count(json: json, now: now, rules: rules))
+        } catch {
+            counted = .failure(error)
+        }
         switch (reference, intake) {
         case (.failure(let expected), .failure(let got)):
-            return expected == got ? nil : "error: reference \"\(expected)\", intake \"\(got)\""
+            if expected != got { return "error: reference \"\(expected)\", intake \"\(got)\"" }
         case (.failure(let expected), .success):
             return "reference rejects (\"\(expected)\"), intake accepts"
         case (.success, .failure(let got)):
             return "reference accepts, intake rejects (\"\(got)\")"
         case (.success(let expected), .success(let got)):
-            return difference(expected, got)
+            if let difference = difference(expected, got) { return difference }
         }
+        switch (reference, counted) {
+        case (.failure(let expected), .failure(let got)):
+            return expected == got ? nil : "error: reference \"\(expected)\", counting intake \"\(got)\""
+        case (.failure(let expected), .success):
+            return "reference rejects (\"\(expected)\"), counting intake accepts"
+        case (.success, .failure(let got)):
+            return "reference accepts, counting intake rejects (\"\(got)\")"
+        case (.success(let expected), .success(let got)):
+            return difference(expected, counted: got)
+        }
+    }
+
+    /// The counting intake against the reference: the same batch id, device,
+    /// rejections and number of accepted samples, and the reference's
+    /// sample-by-sample counts; its keys are those of the accepted samples, in order of first appearance.
+    public static func difference(_ expected: ValidatedBatch, counted got: CountedBatch) -> String? {
+        guard expected.batchID == got.batchID else { return "counting batch_id: \(expected.batchID) vs \(got.batchID)" }
+        guard expected.device == got.device else { return "counting device: \(expected.device) vs \(got.device)" }
+        guard expected.rejected == got.rejected else { return "counting rejected: \(expected.rejected) vs \(got.rejected)" }
+        guard expected.samples.count == got.accepted else { return "counting accepted: \(expected.samples.count) vs \(got.accepted)" }
+        var keys: [SeriesKey] = []
+        for sample in expected.samples {
+            let key = SeriesKey(model: expected.device.model, osMajor: expected.device.osMajor, language: sample.language,
+                                orientation: sample.orientation, keyboardType: sample.keyboardType)
+            if !keys.contains(key) { keys.append(key) }
+        }
+        guard keys == got.keys else { return "counting keys: \(keys) vs \(got.keys)" }
+        guard AggregateDelta.sampleBySample(expected) == got.delta() else { return "counting aggregates differ" }
+        return nil
     }
 
     static func difference(_ expected: ValidatedBatch, _ got: ValidatedBatch) -> String? {

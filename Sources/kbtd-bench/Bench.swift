@@ -12,13 +12,14 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kbtd-bench",
         abstract: "Load generator and in-process references for kbtd's benchmarks.",
-        subcommands: [Decode.self, Ingest.self, Keys.self, IndexMemory.self, Dashboard.self])
+        subcommands: [Decode.self, Ingest.self, Keys.self, IndexMemory.self, Dashboard.self, Bodies.self])
 }
 
 /// The in-process reference: only inflating, decoding and validating (and
 /// reducing to counts) the same gzip batches on one core, through the
-/// daemon's `BatchIntake` and grouped reduction (or, with `--reference`, the
-/// tree parser, validator and sample-by-sample reduction they replaced). `--stage` stops early, for stage profiles
+/// daemon's counting `BatchIntake.count` (with `--materialize`, `BatchIntake.validate`
+/// and the grouped reduction it replaced; with `--reference`, the
+/// tree parser, validator and sample-by-sample reduction before them). `--stage` stops early, for stage profiles
 /// (instructions of a stage = a run to it minus a run to the one before).
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "In-process inflate + decode + validate, one core.")
@@ -27,6 +28,8 @@ struct Decode: ParsableCommand {
     @Option var batches = 2_000
     @Option var seed: UInt64 = 1
     @Flag(help: "Decode with the reference tree parser + BatchValidator instead of BatchIntake.") var reference = false
+    @Flag(help: "Decode with BatchIntake.validate (a Sample per sample) and AggregateDelta(batch:), as before the counting intake.")
+    var materialize = false
     @Option(help: "Last stage to run: generate, inflate, validate or reduce (all).") var stage: Stage = .reduce
 
     func run() throws {
@@ -45,6 +48,17 @@ struct Decode: ParsableCommand {
                 samples += json.count
                 continue
             }
+            if !reference && !materialize {
+                // What the daemon runs: one pass that counts (validate and reduce are one stage here).
+                let counted = try BatchIntake.count(json: json, now: now, rules: rules)
+                guard stage != .validate else {
+                    samples += counted.accepted
+                    continue
+                }
+                let delta = counted.delta()
+                samples += delta.animations.values.reduce(0) { $0 + Int($1) }
+                continue
+            }
             let batch = reference
                 ? try validator.validate(json: json, now: now) : try BatchIntake.validate(json: json, now: now, rules: rules)
             guard stage != .validate else {
@@ -55,7 +69,7 @@ struct Decode: ParsableCommand {
             samples += delta.animations.values.reduce(0) { $0 + Int($1) }
         }
         let seconds = (ContinuousClock.now - start) / .seconds(1)
-        let label = reference ? " (reference)" : ""
+        let label = reference ? " (reference)" : materialize ? " (materialised samples)" : ""
         switch stage {
         case .generate:
             print("decode (generate only): \(batches) batches")

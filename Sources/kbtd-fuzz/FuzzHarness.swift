@@ -5,9 +5,10 @@ import KBTDReport
 
 /// One fuzz input: byte 0 picks the encoding, byte 1 the chunk size the body
 /// arrives in, the rest is the body. It runs the ingest path's pure part
-/// (streaming inflate with caps, `BatchIntake`, aggregation, estimation)
+/// (streaming inflate with caps, `BatchIntake.count`, aggregation, estimation)
 /// exactly as the daemon does, and the differential oracle: the reference
-/// tree parser and validator must reach the same decision, error and counts.
+/// tree parser and validator must reach the same decision, error and counts
+/// as both `BatchIntake` passes (counting and materialising).
 /// Any trap is a finding.
 enum FuzzHarness {
     static let now = 1_763_719_198.0
@@ -37,8 +38,8 @@ enum FuzzHarness {
         if let difference = IntakeOracle.difference(json: json, now: now, rules: rules) {
             fatalError("BatchIntake differs from the reference: \(difference)")
         }
-        guard let batch = try? BatchIntake.validate(json: json, now: now, rules: rules) else { return }
-        let delta = AggregateDelta(batch: batch)
+        guard let batch = try? BatchIntake.count(json: json, now: now, rules: rules) else { return }
+        let delta = batch.delta()
         var weighed = delta
         var policy = SourcePolicy()
         policy.apply(to: &weighed, source: SourceID(network: "203.0.113.0", key: SourceKey(k0: 1, k1: 2)), now: now)

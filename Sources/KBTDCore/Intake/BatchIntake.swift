@@ -10,6 +10,9 @@
 ///
 ///     let batch = try BatchIntake.validate(json: bytes, now: now, rules: FieldRules(maxSamples: 10_000))
 ///     let delta = AggregateDelta(batch: batch)
+///
+/// `count(json:now:rules:)` is the same pass, counting the accepted samples
+/// per key as it goes instead of keeping them (what ingest runs).
 public enum BatchIntake {
     /// Validates raw (inflated) JSON bytes with `rules`' limits; `now` is Unix seconds.
     public static func validate(json: [UInt8], now: Double, rules: FieldRules) throws(FieldError) -> ValidatedBatch {
@@ -21,6 +24,32 @@ public enum BatchIntake {
             }
         }
         return try result.get()
+    }
+
+    /// Validates raw (inflated) JSON bytes as `validate(json:now:rules:)` does
+    /// (same decisions, same errors) and counts the accepted samples per key
+    /// as they pass, without a `Sample` each: what ingest stores.
+    public static func count(json: [UInt8], now: Double, rules: FieldRules) throws(FieldError) -> CountedBatch {
+        let result = json.withUnsafeBufferPointer { buffer -> Result<CountedBatch, FieldError> in
+            do throws(FieldError) {
+                return .success(try count(buffer: buffer, now: now, rules: rules))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Counts the bytes in `buffer` (see `count(json:now:rules:)`).
+    public static func count(buffer: UnsafeBufferPointer<UInt8>, now: Double, rules: FieldRules) throws(FieldError) -> CountedBatch {
+        var scanner = IntakeScanner(bytes: buffer, rules: rules, now: now, counting: true)
+        defer { scanner.scratch?.deallocate() }
+        do {
+            try scanner.scanDocument()
+        } catch {
+            throw FieldError(field: "", reason: "body is not valid JSON: \(error)")
+        }
+        return try scanner.finishCounted()
     }
 
     /// Validates the bytes in `buffer` (see `validate(json:now:rules:)`).

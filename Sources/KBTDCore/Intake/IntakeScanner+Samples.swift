@@ -1,26 +1,45 @@
 extension IntakeScanner {
-    /// What the validator needs of one sample member.
-    mutating func slot(_ value: ScannedValue, field: Int) -> SampleSlot {
-        var slot = SampleSlot(kind: value.kind)
+    /// Records what the validator needs of one sample member in `fields`.
+    @inline(__always)
+    mutating func record(_ value: ScannedValue, field: Int, in fields: inout SampleFields) {
         switch value {
-        case .number(let number): slot.number = number
-        case .bool(let bool): slot.flag = bool
+        case .number(let number): fields.set(field, .number, bits: number.bitPattern)
+        case .bool(let bool): fields.set(field, .bool, bits: bool ? 1 : 0)
         case .string(let text):
-            switch field {
-            case SampleFields.event: slot.code = Self.code(text, Self.eventNames)
-            case SampleFields.orientation: slot.code = Self.code(text, Self.orientationNames)
-            case SampleFields.language, SampleFields.keyboardType: slot.code = intern(text)
-            default: break
+            let code: Int = switch field {
+            case SampleFields.event: Self.eventCode(text)
+            case SampleFields.orientation: Self.orientationCode(text)
+            case SampleFields.language, SampleFields.keyboardType: intern(text)
+            default: 0
             }
-        default: break
+            fields.set(field, .string, bits: UInt64(bitPattern: Int64(code)))
+        default: fields.set(field, value.kind, bits: 0)
         }
-        return slot
     }
 
-    static let eventNames: [StaticString] = ["show", "hide", "change"]
-    static let orientationNames: [StaticString] = ["portrait", "landscape"]
+    /// 0 show, 1 hide, 2 change, -1 another string (by bytes; as `String` equality would).
+    @inline(__always)
+    static func eventCode(_ text: UnsafeBufferPointer<UInt8>) -> Int {
+        if text.count == 4 {
+            if memoryEqual(("show" as StaticString).utf8Start, text.baseAddress, 4) { return 0 }
+            if memoryEqual(("hide" as StaticString).utf8Start, text.baseAddress, 4) { return 1 }
+        } else if text.count == 6, memoryEqual(("change" as StaticString).utf8Start, text.baseAddress, 6) {
+            return 2
+        }
+        return code(text, ["show", "hide", "change"])
+    }
 
-    /// The index of `text` in `names` (-1: none), by bytes for ASCII, else as `String` equality would.
+    /// 0 portrait, 1 landscape, -1 another string.
+    @inline(__always)
+    static func orientationCode(_ text: UnsafeBufferPointer<UInt8>) -> Int {
+        if text.count == 8, memoryEqual(("portrait" as StaticString).utf8Start, text.baseAddress, 8) { return 0 }
+        if text.count == 9, memoryEqual(("landscape" as StaticString).utf8Start, text.baseAddress, 9) { return 1 }
+        return code(text, ["portrait", "landscape"])
+    }
+
+    /// The index of `text` in `names` (-1: none), as `String` equality would
+    /// find it: no ASCII text other than the name's own bytes equals it, but a
+    /// non-ASCII one may (U+212A KELVIN SIGN is equal to "K").
     static func code(_ text: UnsafeBufferPointer<UInt8>, _ names: [StaticString]) -> Int {
         if text.allSatisfy({ $0 < 0x80 }) {
             for (i, name) in names.enumerated() where name.utf8CodeUnitCount == text.count
@@ -47,7 +66,17 @@ extension IntakeScanner {
 
     // MARK: One sample's checks (types here, values by `FieldRules`, in the reference's order)
 
-    func validateSample(_ fields: SampleFields) throws(FieldError) -> Sample {
+    /// The interned "default", the keyboard type of a sample without one.
+    mutating func defaultKeyboardTypeID() -> Int {
+        if defaultKeyboardType < 0 {
+            let name: StaticString = "default"
+            defaultKeyboardType = intern(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        }
+        return defaultKeyboardType
+    }
+
+    /// One sample's checks; what passed, as numbers and interned strings' indices.
+    mutating func checkSample(_ fields: SampleFields) throws(FieldError) -> CheckedSample {
         let t = try number(fields, SampleFields.t)
         try rules.checkTime(t, now: now)
 
@@ -61,11 +90,12 @@ extension IntakeScanner {
         let orientationCode = try string(fields, SampleFields.orientation)
         guard orientationCode >= 0 else { throw FieldRules.unknownOrientation }
         let orientation: Orientation = orientationCode == 0 ? .portrait : .landscape
-        let keyboardType: String
+        let keyboardType: Int
         if let typeID = try optionalString(fields, SampleFields.keyboardType) {
-            keyboardType = keyboardTypeValid[typeID] ? interned[typeID] : try FieldRules.keyboardType(interned[typeID])
+            if !keyboardTypeValid[typeID] { _ = try FieldRules.keyboardType(interned[typeID]) }
+            keyboardType = typeID
         } else {
-            keyboardType = "default"
+            keyboardType = defaultKeyboardTypeID()
         }
         let floating = try optionalBool(fields, SampleFields.floating) ?? false
         let hardware = try optionalBool(fields, SampleFields.hardware) ?? false
@@ -82,51 +112,65 @@ extension IntakeScanner {
         let curve = try FieldRules.curve(try number(fields, SampleFields.curve))
         let coldStart = try optionalNumber(fields, SampleFields.coldStart)
         try FieldRules.checkColdStart(coldStart, event: event)
-        return Sample(
-            t: t, event: event, language: interned[languageID], orientation: orientation, keyboardType: keyboardType,
+        return CheckedSample(
+            t: t, event: event, language: languageID, orientation: orientation, keyboardType: keyboardType,
             height: height, accessoryHeight: accessory, safeAreaBottom: safeArea, duration: duration,
-            curve: curve, coldStartMs: coldStart, preloaded: preloaded, floating: floating,
-            hardwareKeyboard: hardware)
+            curve: curve, coldStartMs: coldStart, preloaded: preloaded, floating: floating, hardwareKeyboard: hardware)
     }
 
-    /// A member's slot when it holds `kind` (nil when absent or null); throws, naming the field, for another type.
+    /// A checked sample as a `Sample` (its strings from this batch's interned ones).
+    func sample(_ checked: CheckedSample) -> Sample {
+        Sample(
+            t: checked.t, event: checked.event, language: interned[checked.language], orientation: checked.orientation,
+            keyboardType: interned[checked.keyboardType], height: checked.height, accessoryHeight: checked.accessoryHeight,
+            safeAreaBottom: checked.safeAreaBottom, duration: checked.duration, curve: checked.curve,
+            coldStartMs: checked.coldStartMs, preloaded: checked.preloaded, floating: checked.floating,
+            hardwareKeyboard: checked.hardwareKeyboard)
+    }
+
+    /// A member's value bits when it holds `kind` (nil when absent or null); throws, naming the field, for another type.
     @inline(__always)
-    func present(_ fields: SampleFields, _ field: Int, _ kind: ScannedKind, _ expected: String) throws(FieldError) -> SampleSlot? {
-        let slot = fields[field]
-        guard slot.kind != .absent, slot.kind != .null else { return nil }
-        guard slot.kind == kind else {
-            throw FieldError(field: SampleFields.names[field], reason: "must be \(expected), not \(slot.kind.typeName)")
+    func present(_ fields: SampleFields, _ field: Int, _ kind: ScannedKind, _ expected: String) throws(FieldError) -> UInt64? {
+        let found = fields.kind(field)
+        guard found != .absent, found != .null else { return nil }
+        guard found == kind else {
+            throw FieldError(field: SampleFields.names[field], reason: "must be \(expected), not \(found.typeName)")
         }
-        return slot
+        return fields.bits(field)
     }
 
     /// As `present`, for a member that must be there.
     @inline(__always)
-    func required(_ fields: SampleFields, _ field: Int, _ kind: ScannedKind, _ expected: String) throws(FieldError) -> SampleSlot {
-        guard let slot = try present(fields, field, kind, expected) else {
+    func required(_ fields: SampleFields, _ field: Int, _ kind: ScannedKind, _ expected: String) throws(FieldError) -> UInt64 {
+        guard let bits = try present(fields, field, kind, expected) else {
             throw FieldError(field: SampleFields.names[field], reason: "is required")
         }
-        return slot
+        return bits
     }
 
+    @inline(__always)
     func number(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Double {
-        try required(fields, field, .number, "a number").number
+        Double(bitPattern: try required(fields, field, .number, "a number"))
     }
 
+    @inline(__always)
     func optionalNumber(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Double? {
-        try present(fields, field, .number, "a number")?.number
+        try present(fields, field, .number, "a number").map(Double.init(bitPattern:))
     }
 
     /// A required string member's code.
+    @inline(__always)
     func string(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Int {
-        try required(fields, field, .string, "a string").code
+        Int(Int64(bitPattern: try required(fields, field, .string, "a string")))
     }
 
+    @inline(__always)
     func optionalString(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Int? {
-        try present(fields, field, .string, "a string")?.code
+        try present(fields, field, .string, "a string").map { Int(Int64(bitPattern: $0)) }
     }
 
+    @inline(__always)
     func optionalBool(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Bool? {
-        try present(fields, field, .bool, "a boolean")?.flag
+        try present(fields, field, .bool, "a boolean").map { $0 != 0 }
     }
 }

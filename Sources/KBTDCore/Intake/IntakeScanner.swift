@@ -9,6 +9,8 @@ struct IntakeScanner {
     let bytes: UnsafeBufferPointer<UInt8>
     let rules: FieldRules
     let now: Double
+    /// Accepted samples are counted (`BatchIntake.count`), not materialised as `Sample`s.
+    let counting: Bool
     let maxDepth = JSONSyntaxError.maxDepth
     var index = 0
     /// Unescaped string bytes (allocated at the first escape; freed by the caller).
@@ -23,6 +25,7 @@ struct IntakeScanner {
     var samplesKind: ScannedKind = .absent
     var entryCount = 0
     var samples: [Sample] = []
+    var counter = SampleCounter()
     var rejected: [SampleError] = []
 
     // Interned strings of this batch (language, keyboard type): bytes, string, validity.
@@ -30,14 +33,17 @@ struct IntakeScanner {
     var interned: [String] = []
     var languageValid: [Bool] = []
     var keyboardTypeValid: [Bool] = []
+    /// The interned "default" (what a sample without `keyboard_type` has), once needed.
+    var defaultKeyboardType = -1
     /// The field of the key at each of a sample's first 16 positions in the
-    /// last sample that had a key there (-1: another key), for `scanSample`'s guess.
-    var keyOrder = [Int](repeating: -1, count: 16)
+    /// last sample that had a key there, 4 bits each (15: another key), for `scanSample`'s guess.
+    var keyOrder = UInt64.max
 
-    init(bytes: UnsafeBufferPointer<UInt8>, rules: FieldRules, now: Double) {
+    init(bytes: UnsafeBufferPointer<UInt8>, rules: FieldRules, now: Double, counting: Bool = false) {
         self.bytes = bytes
         self.rules = rules
         self.now = now
+        self.counting = counting
     }
 
     func error(_ reason: String) -> ParseError { ParseError(reason: reason, offset: index) }
@@ -57,8 +63,25 @@ struct IntakeScanner {
         guard index == bytes.count else { throw error("unexpected data after the JSON document") }
     }
 
-    /// The batch-level checks, in the reference validator's order.
+    /// The batch with its samples (`BatchIntake.validate`).
     mutating func finish() throws(FieldError) -> ValidatedBatch {
+        let (batchID, device) = try checkBatch()
+        return ValidatedBatch(batchID: batchID, device: device, samples: samples, rejected: rejected)
+    }
+
+    /// The batch with its samples' counts (`BatchIntake.count`).
+    mutating func finishCounted() throws(FieldError) -> CountedBatch {
+        let (batchID, device) = try checkBatch()
+        let keys = counter.series.map { series in
+            SeriesKey(model: device.model, osMajor: device.osMajor, language: interned[series.language],
+                      orientation: series.orientation, keyboardType: interned[series.keyboardType])
+        }
+        return CountedBatch(batchID: batchID, device: device, rejected: rejected, keys: keys, counts: counter.counts,
+                            sizes: counter.sizes, sampleKeys: counter.sampleKeys)
+    }
+
+    /// The batch-level checks, in the reference validator's order.
+    mutating func checkBatch() throws(FieldError) -> (batchID: String, device: Device) {
         guard rootKind == .object else {
             throw FieldError(field: "", reason: "body must be a JSON object, not \(rootKind.typeName)")
         }
@@ -79,7 +102,7 @@ struct IntakeScanner {
             throw FieldError(field: "samples", reason: "must be an array, not \(samplesKind.typeName)")
         }
         try rules.checkSampleCount(entryCount)
-        return ValidatedBatch(batchID: batchID, device: device, samples: samples, rejected: rejected)
+        return (batchID, device)
     }
 
     static let rootKeys = ["batch_id", "device", "samples"]
@@ -159,13 +182,14 @@ struct IntakeScanner {
         index += 1
         entryCount = 0
         samples = []
+        counter = SampleCounter()
         rejected = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
             index += 1
             return
         }
-        samples.reserveCapacity(min(rules.maxSamples, bytes.count / 64 + 1))
+        if !counting { samples.reserveCapacity(min(rules.maxSamples, bytes.count / 64 + 1)) }
         while true {
             skipWhitespace()
             let entry = entryCount
@@ -174,7 +198,12 @@ struct IntakeScanner {
                 let fields = try scanSample(depth: depth + 1)
                 if entry < rules.maxSamples {
                     do {
-                        samples.append(try validateSample(fields))
+                        let checked = try checkSample(fields)
+                        if counting {
+                            counter.add(checked)
+                        } else {
+                            samples.append(sample(checked))
+                        }
                     } catch {
                         rejected.append(SampleError(index: entry, error))
                     }
@@ -198,13 +227,13 @@ struct IntakeScanner {
         }
     }
 
-    /// One sample object (as `JSONParser.parseObject`), its members in slots.
+    /// One sample object (as `JSONParser.parseObject`), its members in `SampleFields`.
     mutating func scanSample(depth: Int) throws(ParseError) -> SampleFields {
         guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth) levels") }
         index += 1
         var fields = SampleFields()
         var seen: UInt16 = 0
-        var others: Set<String> = []
+        var others: Set<String>?
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -220,8 +249,8 @@ struct IntakeScanner {
             // bytes here are exactly `"name"` of the field the previous sample
             // had at this position, the key is that field (what parseString and
             // sampleField would have found) without scanning it.
-            if position < keyOrder.count, case let predicted = keyOrder[position], predicted >= 0,
-               case let quoted = Self.quotedSampleKeys[predicted], index + quoted.utf8CodeUnitCount <= bytes.count,
+            if position < 16, case let predicted = Int(truncatingIfNeeded: keyOrder >> UInt64(position * 4)) & 15, predicted < 15,
+               case let quoted = Self.quotedSampleKey(predicted), index + quoted.utf8CodeUnitCount <= bytes.count,
                memoryEqual(quoted.utf8Start, bytes.baseAddress! + index, quoted.utf8CodeUnitCount) {
                 field = predicted
                 index += quoted.utf8CodeUnitCount
@@ -234,20 +263,33 @@ struct IntakeScanner {
                     field = SampleFields.names.firstIndex(where: { $0 == text }) ?? -1
                     name = text
                 }
-                if position < keyOrder.count { keyOrder[position] = field }
+                if position < 16 {
+                    let shift = UInt64(position * 4)
+                    keyOrder = keyOrder & ~(15 << shift) | UInt64(field < 0 ? 15 : field) << shift
+                }
             }
             position += 1
-            try expectColon()
+            if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
+                index += 1
+                skipWhitespace()
+            } else {
+                try expectColon()
+            }
             let value = try parseValue(depth: depth)
             if field >= 0 {
-                fields[field] = slot(value, field: field)
+                record(value, field: field, in: &fields)
                 let bit = UInt16(1) << UInt16(field)
                 guard seen & bit == 0 else { throw duplicate(name ?? SampleFields.names[field]) }
                 seen |= bit
             } else if let name {
-                guard others.insert(name).inserted else { throw duplicate(name) }
+                guard others?.insert(name).inserted ?? true else { throw duplicate(name) }
+                if others == nil { others = [name] }
             }
-            guard try endOfMember() else { return fields }
+            if index < bytes.count, bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else {
+                guard try endOfMember() else { return fields }
+            }
         }
     }
 }

@@ -41,6 +41,26 @@ final class KeyGate: Sendable {
 
     var keyCount: Int { admission.withLock { $0.keyCount } }
 
+    /// `screen(_:source:group:now:)` for a counted batch: the same decisions
+    /// (asked once per key, in the order of the keys' first samples), the same
+    /// rejections at the same indices, the same refusal counts and created keys.
+    func screen(_ batch: inout CountedBatch, source: SourceID, group: SourceID? = nil, now: Double)
+        -> (refusals: [KeyRefusal: Int], created: Int) {
+        var refusals: [KeyRefusal: Int] = [:]
+        var reasons: [Int: String] = [:]
+        let created = admission.withLock { admission in
+            let before = admission.keyCount
+            for (index, key) in batch.keys.enumerated() {
+                guard let refusal = admission.admit(key, source: source, group: group, now: now) else { continue }
+                refusals[refusal, default: 0] += batch.sampleCount(ofKey: index)
+                reasons[index] = refusal.reason(admission.limits)
+            }
+            return admission.keyCount - before
+        }
+        batch.refuse(reasons)
+        return (refusals, created)
+    }
+
     /// Removes the samples whose key may not be created from `batch`, adding
     /// each to its `rejected` list with field `key`; returns the refusals by kind
     /// and how many new keys the batch created (counted in an untrusted source's quota).

@@ -6,7 +6,7 @@ import KBTDStore
 
 /// `POST /v1/batches` (behind `RateLimitMiddleware` and `IngestAuthMiddleware`):
 /// check the headers, inflate while the body streams in (caps enforced as
-/// bytes arrive), validate, reduce to counts, and answer only once the writer
+/// bytes arrive), validate and count in one pass, and answer only once the writer
 /// has committed the batch.
 struct IngestRoute: Sendable {
     let writer: GroupCommitWriter
@@ -29,9 +29,9 @@ struct IngestRoute: Sendable {
 
         let rules = FieldRules(maxSamples: limits.maxSamplesPerBatch)
         let now = Date().timeIntervalSince1970
-        var batch: ValidatedBatch
+        var batch: CountedBatch
         do {
-            batch = try BatchIntake.validate(json: json, now: now, rules: rules)
+            batch = try BatchIntake.count(json: json, now: now, rules: rules)
         } catch {
             metrics.batch(.rejected)
             throw JSONRefusal(error, "invalid batch")
@@ -69,19 +69,19 @@ struct IngestRoute: Sendable {
             ]))
         case .stored:
             metrics.batch(.stored)
-            metrics.samplesAccepted.increment(by: Int64(batch.samples.count))
+            metrics.samplesAccepted.increment(by: Int64(batch.accepted))
             return JSONResponse.make(.accepted, Self.receipt(batch))
         }
     }
 
     /// The 202 body: the phone's receipt, with the first 20 rejected samples.
-    static func receipt(_ batch: ValidatedBatch) -> JSONOutput {
+    static func receipt(_ batch: CountedBatch) -> JSONOutput {
         let errors: [JSONOutput] = batch.rejected.prefix(20).map { fault in
             .object([("index", .int(Int64(fault.index))), ("field", .string(fault.field)), ("reason", .string(fault.reason))])
         }
         return .object([
             ("batch_id", .string(batch.batchID)),
-            ("accepted", .int(Int64(batch.samples.count))),
+            ("accepted", .int(Int64(batch.accepted))),
             ("rejected", .int(Int64(batch.rejected.count))),
             ("errors", .array(errors)),
         ])

@@ -29,6 +29,10 @@ public struct HeightIndex: Sendable {
     public private(set) var screens = ScreenDirectory()
     /// Every OS major with docked heights (a handful), for the estimator's OS-shift check.
     public internal(set) var osMajors: Set<Int> = []
+    /// Per exact key and OS release: docked samples and votes (`HeightIndex+Releases`).
+    var releaseStats: [PackedReleaseKey: ReleaseStats] = [:]
+    /// OS major → the minors with release data (a handful).
+    public internal(set) var releaseMinors: [Int: Set<Int>] = [:]
 
     public init() {}
 
@@ -85,6 +89,7 @@ public struct HeightIndex: Sendable {
             }
         }
         for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }
+        applyReleases(delta.releases)
     }
 
     private static func newSlot(_ stats: LevelStats, in slots: inout [LevelStats]) -> UInt32 {

@@ -238,6 +238,7 @@ extension SQLiteTelemetryStore {
                 try screens.run([.text(key.model), .text(key.screen.description), .int(count)])
             }
         }
+        try writeReleases(delta.releases)
         return newSources
     }
 }

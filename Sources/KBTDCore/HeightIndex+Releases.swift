@@ -1,7 +1,18 @@
-/// A `PackedSeriesKey` on one OS release: 20 bytes.
+/// A `PackedSeriesKey` on one OS release: 16 bytes (the OS major's number and the minor share a word:
+/// both are under 65,536, as `FieldRules` allows at most 4 digits per part).
 struct PackedReleaseKey: Hashable, Sendable {
-    var series: PackedSeriesKey
-    var minor: UInt32
+    var model: UInt32
+    var language: UInt32
+    var kind: UInt32
+    var release: UInt32
+
+    init?(_ series: PackedSeriesKey, minor: Int) {
+        guard series.os < 65_536, (0..<65_536).contains(minor) else { return nil }
+        model = series.model
+        language = series.language
+        kind = series.kind
+        release = series.os << 16 | UInt32(minor)
+    }
 }
 
 /// What the index keeps of one key on one OS release: its docked samples (true
@@ -25,24 +36,27 @@ extension HeightIndex {
             let kind = PackedLevelKey.kind(orientation: series.orientation, keyboardType: strings.intern(series.keyboardType))
             let packed = PackedSeriesKey(model: strings.intern(series.model), language: strings.intern(series.language),
                                          kind: kind, os: strings.intern(os: series.osMajor))
-            guard let minor = UInt32(exactly: bin.minor) else { continue }
-            let key = PackedReleaseKey(series: packed, minor: minor)
+            guard let key = PackedReleaseKey(packed, minor: bin.minor) else { continue }
             var entry = touched[key] ?? (bin.minor, series.osMajor, ReleaseStats())
             entry.stats.samples += count.samples
             if count.votes > 0 { entry.stats.votes.add(bin.halfPoints, count.votes) }
             touched[key] = entry
         }
         for (key, entry) in touched {
-            if var stats = releaseStats[key] {
-                stats.samples += entry.stats.samples
-                stats.votes.merge(entry.stats.votes, limit: LevelStats.binLimit, keepingTies: true)
-                releaseStats[key] = stats
+            let slot: UInt32
+            if let existing = releaseStats[key] {
+                slot = existing
+            } else if let free = freeReleaseSlots.popLast() {
+                slot = free
+                releaseSlots[Int(slot)] = ReleaseStats()
+                releaseStats[key] = slot
             } else {
-                var stats = ReleaseStats()
-                stats.samples = entry.stats.samples
-                stats.votes.merge(entry.stats.votes, limit: LevelStats.binLimit, keepingTies: true)
-                releaseStats[key] = stats
+                slot = UInt32(releaseSlots.count)
+                releaseSlots.append(ReleaseStats())
+                releaseStats[key] = slot
             }
+            releaseSlots[Int(slot)].samples += entry.stats.samples
+            releaseSlots[Int(slot)].votes.merge(entry.stats.votes, limit: LevelStats.binLimit, keepingTies: true)
             releaseMinors[entry.major, default: []].insert(entry.minor)
         }
     }
@@ -50,8 +64,9 @@ extension HeightIndex {
     /// Drops a removed exact key's releases.
     mutating func removeReleases(of key: PackedSeriesKey, osMajor: Int) {
         for minor in releaseMinors[osMajor] ?? [] {
-            guard let small = UInt32(exactly: minor) else { continue }
-            releaseStats.removeValue(forKey: PackedReleaseKey(series: key, minor: small))
+            guard let release = PackedReleaseKey(key, minor: minor), let slot = releaseStats.removeValue(forKey: release) else { continue }
+            releaseSlots[Int(slot)] = ReleaseStats()
+            freeReleaseSlots.append(slot)
         }
     }
 
@@ -66,9 +81,8 @@ extension HeightIndex {
         let packed = PackedSeriesKey(model: model, language: language,
                                      kind: PackedLevelKey.kind(orientation: key.orientation, keyboardType: type), os: os)
         return minors.sorted().compactMap { minor in
-            guard let small = UInt32(exactly: minor), let stats = releaseStats[PackedReleaseKey(series: packed, minor: small)]
-            else { return nil }
-            return (minor, stats)
+            guard let release = PackedReleaseKey(packed, minor: minor), let slot = releaseStats[release] else { return nil }
+            return (minor, releaseSlots[Int(slot)])
         }
     }
 }

@@ -29,8 +29,13 @@ public struct HeightIndex: Sendable {
     public private(set) var screens = ScreenDirectory()
     /// Every OS major with docked heights (a handful), for the estimator's OS-shift check.
     public internal(set) var osMajors: Set<Int> = []
-    /// Per exact key and OS release: docked samples and votes (`HeightIndex+Releases`).
-    var releaseStats: [PackedReleaseKey: ReleaseStats] = [:]
+    /// Per exact key and OS release: docked samples and votes (`HeightIndex+Releases`), by
+    /// position in `releaseSlots` (a dictionary of 4-byte positions and one array of stats
+    /// takes about 60% of the memory of a dictionary of the stats themselves).
+    var releaseStats: [PackedReleaseKey: UInt32] = [:]
+    var releaseSlots: [ReleaseStats] = []
+    /// Positions in `releaseSlots` freed by removed keys, reused first.
+    var freeReleaseSlots: [UInt32] = []
     /// OS major → the minors with release data (a handful).
     public internal(set) var releaseMinors: [Int: Set<Int>] = [:]
 

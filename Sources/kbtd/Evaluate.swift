@@ -18,7 +18,7 @@ struct Evaluate: ParsableCommand {
     @Option(help: "Only cases of this keyboard language.") var language: String?
     @Option(help: "Only cases of this OS major version (26 or 26.1).") var os: String?
     @Option(help: "table, json or csv. Default: table on a terminal, json otherwise.") var format: StatsFormat?
-    @Option(help: "current (default), or before-os-aware: the chain before the OS-aware levels and the screen level, for comparison.") var chain: ChainOption = .current
+    @Option(help: "current (default), before-os-aware (the chain before the OS-aware levels and the screen level) or before-releases (level 1 per OS major only), for comparison.") var chain: ChainOption = .current
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
     @Flag(help: "Print every case (one CSV line per answer) instead of the summary.") var cases = false
 
@@ -44,6 +44,14 @@ enum ChainOption: String, ExpressibleByArgument, CaseIterable {
     case current
     /// The chain before the OS-aware levels: levels 3 and 4 over any OS, no screen level.
     case beforeOSAware = "before-os-aware"
+    /// The chain before point releases answered on their own: level 1 per OS major only.
+    case beforeReleases = "before-releases"
 
-    var value: FallbackChain { self == .current ? .current : .beforeOSAware }
+    var value: FallbackChain {
+        switch self {
+        case .current: .current
+        case .beforeOSAware: .beforeOSAware
+        case .beforeReleases: .beforeReleases
+        }
+    }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import KBTDCore
 @testable import KBTDStore
+@testable import KBTDPostgres
+import Logging
 import Testing
 
 /// A trusted batch from one device on `os`, with its release recorded as ingest records it.
@@ -118,5 +120,39 @@ struct ReleaseRouteTests {
         }
         let again = try InProcessApp(database: database)  // shutdown() released the lock
         try await expectAnswers(again)
+    }
+}
+
+@Suite("Point releases: a PostgreSQL database of schema v8 migrates losing nothing", .ownThreads)
+struct ReleasePostgresMigrationTests {
+    @Test(.enabled(if: TestPostgres.available))
+    func aVersion8PostgresDatabaseMigratesToReleasesLosingNothing() throws {
+        let postgres = try TestPostgres()
+        // The database exactly as a kbtd of schema v8 leaves it, holding one trusted key.
+        for sql in PostgresSchema.bookkeeping { try postgres.psql("kbtd", sql, user: "kbtd") }
+        for migration in PostgresSchema.migrations where migration.version <= 8 {
+            for sql in migration.sql { try postgres.psql("kbtd", sql, user: "kbtd") }
+            try postgres.psql("kbtd", "INSERT INTO schema_migrations VALUES (\(migration.version), 'v\(migration.version)', 0)", user: "kbtd")
+        }
+        try postgres.psql("kbtd", """
+            INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'docked', 380.0, 1500);
+            INSERT INTO height_votes VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 380.0, 1500);
+            INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 0, NULL);
+            INSERT INTO animation_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'show', 250, 7, 1500);
+            INSERT INTO keys VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 1000, 1000, 1000);
+            """, user: "kbtd")
+        let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
+        defer { database.close() }
+        let store = try PostgresTelemetryStore(database: database, admission: { IndexAdmission() })
+        #expect(try postgres.psql("kbtd", "SELECT MAX(version) FROM schema_migrations") == "9")
+        let counts = try store.loadCounts()
+        let key = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+        #expect(counts.heights[HeightCountKey(series: key, placement: .docked, halfPoints: HeightBin.halfPoints(380))] == 1_500)
+        #expect(counts.votes[SeriesBin(series: key, halfPoints: HeightBin.halfPoints(380))] == 1_500)
+        #expect(counts.releases.isEmpty)
+        #expect(try store.loadIndexCounts().heights.values.reduce(0, +) == 1_500)
+        _ = try store.commit([releaseBatch("n", os: "26.2", height: 384, count: 300, receivedAt: 2_000)])
+        let after = try store.loadCounts()
+        #expect(after.heights.values.reduce(0, +) == 1_800 && after.releases.values.map(\.samples).reduce(0, +) == 300)
     }
 }

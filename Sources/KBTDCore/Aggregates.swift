@@ -64,6 +64,9 @@ public struct AggregateDelta: Sendable, Equatable {
     public var sources: [SeriesKey: Set<SourceID>] = [:]
     /// Batches per (model, reported screen): the `screen+language` level's directory.
     public var screens: [ModelScreenKey: Int64] = [:]
+    /// Docked samples and votes per OS release (major.minor) and bin (`recordRelease(os:)`):
+    /// what lets a point release that moved keyboards answer for its own phones.
+    public var releases: [ReleaseBin: ReleaseCount] = [:]
 
     public init() {}
 
@@ -143,6 +146,7 @@ public struct AggregateDelta: Sendable, Equatable {
         votes.merge(other.votes, uniquingKeysWith: +)
         sources.merge(other.sources) { $0.union($1) }
         screens.merge(other.screens, uniquingKeysWith: +)
+        releases.merge(other.releases, uniquingKeysWith: +)
     }
 
     public var isEmpty: Bool {
@@ -270,6 +274,7 @@ extension AggregateDelta {
         kept.safeAreas = safeAreas.filter { isIncluded($0.key.series) }
         kept.votes = votes.filter { isIncluded($0.key.series) }
         kept.sources = sources.filter { isIncluded($0.key) }
+        kept.releases = releases.filter { isIncluded($0.key.series) }
         return kept
     }
 }

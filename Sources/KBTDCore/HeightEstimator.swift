@@ -13,16 +13,19 @@ public struct HeightQuery: Hashable, Sendable {
     public var model: String
     public var language: String
     public var osMajor: Int?
+    /// The release's minor (`1` for `os=26.1`): answers differ by release only where one moved keyboards.
+    public var osMinor: Int?
     public var orientation: Orientation
     public var keyboardType: String
     /// The device's screen in points (`screen=`), for the `screen+language` level.
     public var screen: ScreenSize?
 
-    public init(model: String, language: String, osMajor: Int? = nil,
+    public init(model: String, language: String, osMajor: Int? = nil, osMinor: Int? = nil,
                 orientation: Orientation = .portrait, keyboardType: String = "default", screen: ScreenSize? = nil) {
         self.model = model
         self.language = language
         self.osMajor = osMajor
+        self.osMinor = osMajor == nil ? nil : osMinor
         self.orientation = orientation
         self.keyboardType = keyboardType
         self.screen = screen
@@ -64,14 +67,19 @@ public struct FallbackChain: Sendable, Equatable {
     public var osAware: Bool
     /// The `screen+language` level between `model` and `default`.
     public var screenLevel: Bool
+    /// Level 1 answers per OS release where a point release moved keyboards (`HeightEstimator+Releases`).
+    public var releaseAware: Bool
 
-    public init(osAware: Bool, screenLevel: Bool) {
+    public init(osAware: Bool, screenLevel: Bool, releaseAware: Bool = true) {
         self.osAware = osAware
         self.screenLevel = screenLevel
+        self.releaseAware = releaseAware
     }
 
     public static let current = FallbackChain(osAware: true, screenLevel: true)
-    public static let beforeOSAware = FallbackChain(osAware: false, screenLevel: false)
+    public static let beforeOSAware = FallbackChain(osAware: false, screenLevel: false, releaseAware: false)
+    /// The chain before point releases answered on their own (kbtd 0.x): levels per OS major only.
+    public static let beforeReleases = FallbackChain(osAware: true, screenLevel: true, releaseAware: false)
 }
 
 /// Walks the six-level fallback chain (docs/fallback-chain.md) over a `HeightIndex`,
@@ -94,7 +102,8 @@ public struct HeightEstimator: Sendable {
         if let osMajor = query.osMajor {
             let series = SeriesKey(model: query.model, osMajor: osMajor, language: query.language,
                                    orientation: query.orientation, keyboardType: query.keyboardType)
-            if let stats = index.series(series), let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
+            if let stats = releaseSeries(series, minor: query.osMinor, in: index),
+               let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
                 return estimate
             }
         }
@@ -128,7 +137,8 @@ public struct HeightEstimator: Sendable {
         if let osMajor = query.osMajor {
             let series = SeriesKey(model: query.model, osMajor: osMajor, language: query.language,
                                    orientation: query.orientation, keyboardType: query.keyboardType)
-            if let stats = index.series(series), let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
+            if let stats = releaseSeries(series, minor: query.osMinor, in: index),
+               let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
                 return estimate
             }
         }
@@ -152,7 +162,7 @@ public struct HeightEstimator: Sendable {
             animationCurve: animation?.curve ?? settings.defaultCurve)
     }
 
-    private func answer(_ stats: LevelStats, basis: EstimateBasis, fallback: LevelStats?, shift: Int = 0) -> HeightEstimate? {
+    func answer(_ stats: LevelStats, basis: EstimateBasis, fallback: LevelStats?, shift: Int = 0) -> HeightEstimate? {
         guard supports(stats), let mode = stats.votes.mode,
               let p10 = stats.votes.percentile(0.10), let p90 = stats.votes.percentile(0.90) else { return nil }
         let animation = stats.animationMode ?? fallback?.animationMode

@@ -13,6 +13,7 @@ extension HeightIndex {
             let kind = PackedLevelKey.kind(orientation: key.orientation, keyboardType: type)
             guard seriesSlots.removeValue(forKey: PackedSeriesKey(model: model, language: language, kind: kind, os: os)) != nil
             else { continue }
+            removeReleases(of: PackedSeriesKey(model: model, language: language, kind: kind, os: os), osMajor: key.osMajor)
             modelLanguageLevels.insert(PackedLevelKey(model: model, language: language, kind: kind))
             modelLevels.insert(PackedLevelKey(model: model, language: PackedLevelKey.anyLanguage, kind: kind))
         }

@@ -29,6 +29,15 @@ public struct HeightIndex: Sendable {
     public private(set) var screens = ScreenDirectory()
     /// Every OS major with docked heights (a handful), for the estimator's OS-shift check.
     public internal(set) var osMajors: Set<Int> = []
+    /// Per exact key and OS release: docked samples and votes (`HeightIndex+Releases`), by
+    /// position in `releaseSlots` (a dictionary of 4-byte positions and one array of stats
+    /// takes about 60% of the memory of a dictionary of the stats themselves).
+    var releaseStats: [PackedReleaseKey: UInt32] = [:]
+    var releaseSlots: [ReleaseStats] = []
+    /// Positions in `releaseSlots` freed by removed keys, reused first.
+    var freeReleaseSlots: [UInt32] = []
+    /// OS major → the minors with release data (a handful).
+    public internal(set) var releaseMinors: [Int: Set<Int>] = [:]
 
     public init() {}
 
@@ -85,6 +94,7 @@ public struct HeightIndex: Sendable {
             }
         }
         for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }
+        applyReleases(delta.releases)
     }
 
     private static func newSlot(_ stats: LevelStats, in slots: inout [LevelStats]) -> UInt32 {

@@ -17,6 +17,13 @@ public protocol HeightLevels {
     func primaryScreen(of model: String) -> ScreenSize?
     /// Every OS major with docked heights.
     var osMajors: Set<Int> { get }
+    /// The key's docked samples and votes per OS release of its major, ascending by minor.
+    func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)]
+}
+
+extension HeightLevels {
+    /// Levels without a release dimension (views that hide it) answer per OS major only.
+    public func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)] { [] }
 }
 
 extension HeightIndex: HeightLevels {

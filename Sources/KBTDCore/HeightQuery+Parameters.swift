@@ -12,13 +12,17 @@ extension HeightQuery {
         }
         if let problem = FieldRules.languageProblem(language) { throw FieldError(field: "language", reason: problem) }
         var osMajor: Int?
-        if let os = parameter("os") { osMajor = try Self.osMajor(os) }
+        var osMinor: Int?
+        if let os = parameter("os") {
+            osMajor = try Self.osMajor(os)
+            osMinor = FieldRules.osMinor(os)
+        }
         var orientation = Orientation.portrait
         if let text = parameter("orientation") { orientation = try FieldRules.orientation(text) }
         let keyboardType = try FieldRules.keyboardType(parameter("keyboard_type") ?? "default")
         var screen: ScreenSize?
         if let text = parameter("screen") { screen = try Self.screen(text) }
-        self.init(model: model, language: language, osMajor: osMajor, orientation: orientation,
+        self.init(model: model, language: language, osMajor: osMajor, osMinor: osMinor, orientation: orientation,
                   keyboardType: keyboardType, screen: screen)
     }
 

@@ -21,6 +21,9 @@ enum DeltaCoding {
             for id in ids { lines.append("k|\(key(series))|\(id.value)") }
         }
         for (k, count) in delta.screens { lines.append("m|\(k.model)|\(k.screen.description)|\(count)") }
+        for (k, count) in delta.releases {
+            lines.append("r|\(key(k.series))|\(k.minor)|\(k.halfPoints)|\(count.samples)|\(count.votes)")
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -55,6 +58,10 @@ enum DeltaCoding {
             case ("v", 8):
                 guard let half = Int(f[6]), let count = Int64(f[7]) else { continue }
                 delta.votes[SeriesBin(series: series, halfPoints: half), default: 0] += count
+            case ("r", 10):
+                guard let minor = Int(f[6]), let half = Int(f[7]), let samples = Int64(f[8]), let votes = Int64(f[9]) else { continue }
+                let bin = ReleaseBin(series: series, minor: minor, halfPoints: half)
+                delta.releases[bin] = (delta.releases[bin] ?? ReleaseCount(samples: 0, votes: 0)) + ReleaseCount(samples: samples, votes: votes)
             case ("k", 7):
                 guard let id = UInt64(f[6]) else { continue }
                 delta.sources[series, default: []].insert(SourceID(id))

@@ -240,6 +240,22 @@ public enum PostgresSchema {
             "UPDATE keys SET last_seen = first_seen",
             "CREATE INDEX keys_by_last_seen ON keys(last_seen)",
         ]),
+        Migration(version: 9, name: "point releases: docked samples and votes per OS release", sql: [
+            """
+            CREATE TABLE release_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                os_minor      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                height_bin    DOUBLE PRECISION NOT NULL,
+                samples       BIGINT NOT NULL,
+                votes         BIGINT NOT NULL,
+                PRIMARY KEY (model, os_major, os_minor, language, orientation, keyboard_type, height_bin)
+            )
+            """,
+        ]),
     ]
 
     static let migrator = SchemaMigrator(migrations)

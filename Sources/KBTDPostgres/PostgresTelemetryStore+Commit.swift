@@ -152,6 +152,9 @@ extension PostgresTelemetryStore {
             }
             try await connection.query(PostgresSQL.upsertModelScreens(rows), logger: logger)
         }
+        if !delta.releases.isEmpty {
+            try await connection.query(PostgresSQL.upsertReleaseCounts(delta.releases.sorted { $0.key < $1.key }), logger: logger)
+        }
     }
 
     /// Registers the commit's keys and decides which reach the index with the

@@ -57,6 +57,15 @@ extension PostgresTelemetryStore {
             guard let key = series(m, o, l, r, k) else { continue }
             delta.sources[key, default: []].insert(SourceID(UInt64(bitPattern: Int64(source))))
         }
+        for try await (m, o, l, r, k, minor, bin, samples, votes) in try await rows(
+            "SELECT \(columns), os_minor, height_bin, samples, votes FROM release_counts")
+            .decode((String, Int, String, String, String, Int, Double, Int, Int).self) {
+            guard let key = series(m, o, l, r, k) else { continue }
+            delta.releases[ReleaseBin(series: key, minor: minor, halfPoints: HeightBin.halfPoints(bin)),
+                           default: ReleaseCount(samples: 0, votes: 0)] = delta.releases[
+                ReleaseBin(series: key, minor: minor, halfPoints: HeightBin.halfPoints(bin)),
+                default: ReleaseCount(samples: 0, votes: 0)] + ReleaseCount(samples: Int64(samples), votes: Int64(votes))
+        }
         if filter.screens {
             for try await (model, screen, count) in try await connection.query("SELECT model, screen, count FROM model_screens",
                                                                               logger: logger).decode((String, String, Int).self) {

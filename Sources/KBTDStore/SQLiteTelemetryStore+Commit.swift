@@ -231,6 +231,7 @@ extension SQLiteTelemetryStore {
                 try screens.run([.text(key.model), .text(key.screen.description), .int(count)])
             }
         }
+        try writeReleases(delta.releases)
         return newSources
     }
 }

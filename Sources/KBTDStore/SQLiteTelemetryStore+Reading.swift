@@ -61,6 +61,11 @@ extension SQLiteTelemetryStore {
         try read("SELECT \(keyColumns), source FROM key_sources") { row, key in
             delta.sources[key, default: []].insert(SourceID(UInt64(bitPattern: row.int(5))))
         }
+        if try hasTable("release_counts") {
+            try read("SELECT \(keyColumns), os_minor, height_bin, samples, votes FROM release_counts") { row, key in
+                Self.addRelease(row, key, to: &delta)
+            }
+        }
         // A read-only open does not migrate: a database from before schema v4 has no screens yet.
         if screens ?? (condition == nil), try hasTable("model_screens") {
             try statement("SELECT model, screen, count FROM model_screens").forEachRow { row in

@@ -176,6 +176,24 @@ enum Schema {
             UPDATE keys SET last_seen = first_seen;
             CREATE INDEX keys_by_last_seen ON keys(last_seen);
             """),
+        Migration(version: 9, name: "point releases: docked samples and votes per OS release", sql: """
+            -- The docked height bins of each key again, per OS release (the minor of device.os:
+            -- 2 for 26.2, 0 for 26): the estimator answers per release where one moved keyboards.
+            -- Counts from before this version have no release; they stay in height_counts and
+            -- height_votes, which keep every count per OS major as before.
+            CREATE TABLE release_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                os_minor      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                height_bin    REAL NOT NULL,
+                samples       INTEGER NOT NULL,
+                votes         INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, os_minor, language, orientation, keyboard_type, height_bin)
+            ) WITHOUT ROWID;
+            """),
     ]
 
     /// `PRAGMA application_id` of a kbtd database ("kbtd" in ASCII): tells

@@ -10,6 +10,8 @@ struct IndexMemory: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "index-memory", abstract: "Resident memory per key of the in-memory height index, in-process.")
     @Option var count = 100_000
+    /// OS releases each key was reported on (26.1, 26.2, ...): its entries in the release dimension.
+    @Option var releases = 2
 
     func run() throws {
         let perModel = 100
@@ -24,6 +26,9 @@ struct IndexMemory: ParsableCommand {
                 delta.safeAreas[SeriesBin(series: series, halfPoints: 0)] = 1
                 delta.sources[series] = [.trusted]
                 delta.animations[AnimationCountKey(series: series, event: .show, bin: AnimationBin(durationMs: 250, curve: 7))] = 1
+                for minor in 0..<max(0, releases) {
+                    delta.releases[ReleaseBin(series: series, minor: minor + 1, halfPoints: 672)] = ReleaseCount(samples: 1, votes: 1)
+                }
             }
             return delta
         }
@@ -32,7 +37,7 @@ struct IndexMemory: ParsableCommand {
         var index = HeightIndex()
         for delta in deltas { index.apply(delta) }
         let added = (residentMiB(pid: pid) ?? .nan) - before
-        print(String(format: "index-memory: %d keys, %.1f MiB resident added, %.0f bytes per key",
-                     index.seriesCount, added, added * 1_048_576 / Double(max(1, index.seriesCount))))
+        print(String(format: "index-memory: %d keys, %d (key, release) entries, %.1f MiB resident added, %.0f bytes per key",
+                     index.seriesCount, index.releaseCount, added, added * 1_048_576 / Double(max(1, index.seriesCount))))
     }
 }

@@ -24,6 +24,9 @@ struct FleetDevice: Sendable {
     var sessions: Int
     /// Points every docked keyboard on this device's OS major is taller than the table says (`--os-shift`).
     var osShift: Double = 0
+    /// Points added to the docked keyboards of one language (nil: every language) on this device's
+    /// OS release (`--os-shift 26.2:ja-JP=4`), on top of `osShift`.
+    var releaseShifts: [ReleaseShift] = []
 
     var isPad: Bool { family.isPad }
     /// Older hardware keeps the out-of-process keyboard waiting longer on a cold start.
@@ -45,14 +48,17 @@ struct FleetPlan: Sendable {
     let seed: UInt64
     /// OS major -> points added to every docked height on it (`--os-shift 26=4`).
     let osShifts: [Int: Double]
+    /// Shifts of one OS release (major.minor), optionally of one language (`--os-shift 26.2:ja-JP=4`).
+    let releaseShifts: [ReleaseShift]
     /// Identifier -> family, with a popularity weight.
     private let phones: [((String, ModelFamily), Double)]
     private let pads: [((String, ModelFamily), Double)]
 
-    init(families: [ModelFamily], seed: UInt64, osShifts: [Int: Double] = [:]) {
+    init(families: [ModelFamily], seed: UInt64, osShifts: [Int: Double] = [:], releaseShifts: [ReleaseShift] = []) {
         self.families = families
         self.seed = seed
         self.osShifts = osShifts
+        self.releaseShifts = releaseShifts
         // Newer phones are more common; iPads are weighted evenly.
         let popularity: [Int: Double] = [10: 2, 11: 3, 12: 5, 13: 7, 14: 9, 15: 9, 16: 9, 17: 8, 18: 6]
         var phones: [((String, ModelFamily), Double)] = []
@@ -96,7 +102,8 @@ struct FleetPlan: Sendable {
             predictiveBar: random.chance(0.85), accessoryHeight: random.pick([(0, 60), (44, 25), (52, 15)]),
             preWarms: random.chance(0.3), hardwareKeyboard: hardware, shortcutBar: random.chance(0.7), clockSkew: skew,
             sessions: 1 + min(Int(random.logNormal(median: 2.5, sigma: 0.7)), 11),
-            osShift: osShifts[Int(os.prefix { $0 != "." }) ?? 0] ?? 0)
+            osShift: osShifts[Int(os.prefix { $0 != "." }) ?? 0] ?? 0,
+            releaseShifts: releaseShifts.filter { $0.applies(to: os) })
     }
 
     /// What a model can run: old phones stop at iOS 16, the newest start at 26.
@@ -112,5 +119,23 @@ struct FleetPlan: Sendable {
         case 12...17: return [("26.1", 0.4), ("26.0.1", 0.15), ("18.6.2", 0.35), ("18.5", 0.1)]
         default: return [("26.1", 0.7), ("26.0.1", 0.2), ("26.2", 0.1)]
         }
+    }
+}
+
+/// A keyboard move in one OS release (`--os-shift 26.2:ja-JP=4`): devices on that
+/// release (any patch of it) report `points` more for `language` (nil: every language).
+struct ReleaseShift: Sendable, Equatable {
+    var major: Int
+    var minor: Int
+    var language: String?
+    var points: Double
+
+    func applies(to os: String) -> Bool {
+        let parts = os.split(separator: ".").map { Int($0) ?? -1 }
+        return parts.first == major && (parts.count > 1 ? parts[1] : 0) == minor
+    }
+
+    func points(for language: String) -> Double {
+        self.language == nil || self.language == language ? points : 0
     }
 }

@@ -36,7 +36,7 @@ struct KBTDFleet: AsyncParsableCommand {
     var data: String?
 
     @Option(name: .customLong("os-shift"),
-            help: "MAJOR=POINTS: every docked keyboard on that OS major is POINTS taller than the table (repeatable), e.g. 26=4.")
+            help: "MAJOR=POINTS: every docked keyboard on that OS major is POINTS taller than the table (repeatable), e.g. 26=4; MAJOR.MINOR[:LANGUAGE]=POINTS: the same on one release, for one language, e.g. 26.2:ja-JP=+4.")
     var osShift: [String] = []
 
     @Option(help: "Give up on undelivered batches after this many seconds.")
@@ -48,6 +48,7 @@ struct KBTDFleet: AsyncParsableCommand {
         if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be a positive number of batches per second") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         _ = try osShifts()
+        _ = try releaseShifts()
         guard let parsed = URL(string: url), parsed.scheme == "http" || parsed.scheme == "https", parsed.host != nil else {
             throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8420")
         }
@@ -64,7 +65,7 @@ struct KBTDFleet: AsyncParsableCommand {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("kbtd-fleet-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let started = Date()
-        let runner = FleetRunner(plan: FleetPlan(families: families, seed: seed, osShifts: try osShifts()), deviceCount: devices, baseURL: baseURL,
+        let runner = FleetRunner(plan: FleetPlan(families: families, seed: seed, osShifts: try osShifts(), releaseShifts: try releaseShifts()), deviceCount: devices, baseURL: baseURL,
                                  concurrency: concurrency, transport: transport, scratch: scratch,
                                  deadline: started.addingTimeInterval(timeout), now: started)
         print("kbtd-fleet: \(devices) devices, seed \(seed), \(families.count) model families from \(dataDirectory.path), sending to \(url)")
@@ -83,7 +84,7 @@ struct KBTDFleet: AsyncParsableCommand {
     /// `--os-shift` values as OS major -> points.
     func osShifts() throws -> [Int: Double] {
         var shifts: [Int: Double] = [:]
-        for value in osShift {
+        for value in osShift where !Self.isReleaseShift(value) {
             let parts = value.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, let major = Int(parts[0]), (1...999).contains(major),
                   let points = Double(parts[1]), points.isFinite, abs(points) <= 200 else {
@@ -92,6 +93,28 @@ struct KBTDFleet: AsyncParsableCommand {
             shifts[major] = points
         }
         return shifts
+    }
+
+    /// `--os-shift` values for one release (`26.2=4`, `26.2:ja-JP=+4`).
+    func releaseShifts() throws -> [ReleaseShift] {
+        try osShift.filter(Self.isReleaseShift).map { value in
+            let parts = value.split(separator: "=", maxSplits: 1)
+            let target = parts[0].split(separator: ":", maxSplits: 1)
+            let release = target[0].split(separator: ".")
+            guard parts.count == 2, release.count == 2, let major = Int(release[0]), (1...999).contains(major),
+                  let minor = Int(release[1]), (0...999).contains(minor),
+                  let points = Double(parts[1]), points.isFinite, abs(points) <= 200,
+                  target.count == 1 || !target[1].isEmpty else {
+                throw ValidationError("--os-shift for a release must be MAJOR.MINOR[:LANGUAGE]=POINTS like 26.2:ja-JP=+4 (|POINTS| <= 200), got '\(value)'")
+            }
+            return ReleaseShift(major: major, minor: minor, language: target.count == 2 ? String(target[1]) : nil, points: points)
+        }
+    }
+
+    /// A release shift names a minor (`26.2=4`) or a language (`26.2:ja-JP=4`); `26=4` shifts a major.
+    static func isReleaseShift(_ value: String) -> Bool {
+        let target = value.prefix { $0 != "=" }
+        return target.contains(".") || target.contains(":")
     }
 
     /// Fails fast, naming the URL, when nothing answers there.

@@ -50,7 +50,8 @@ struct SessionSimulator {
     /// The docked system keyboard height (no accessory) and, for a first show, the height it reports before the bar appears.
     func height(language: String, orientation: KeyboardOrientation, type: KeyboardType) -> (settled: Double, firstFrame: Double) {
         let table = tableHeight(language: language, orientation: orientation, type: type)
-        return (table.settled + device.osShift, table.firstFrame + device.osShift)
+        let shift = device.osShift + device.releaseShifts.reduce(0) { $0 + $1.points(for: language) }
+        return (table.settled + shift, table.firstFrame + shift)
     }
 
     /// The height the published table gives, before any `--os-shift`.

@@ -18,15 +18,20 @@ struct Evaluate: ParsableCommand {
     @Option(help: "Only cases of this keyboard language.") var language: String?
     @Option(help: "Only cases of this OS major version (26 or 26.1).") var os: String?
     @Option(help: "table, json or csv. Default: table on a terminal, json otherwise.") var format: StatsFormat?
-    @Option(help: "current (default), or before-os-aware: the chain before the OS-aware levels and the screen level, for comparison.") var chain: ChainOption = .current
+    @Option(help: "current (default), before-os-aware (the chain before the OS-aware levels and the screen level) or before-releases (level 1 per OS major only), for comparison.") var chain: ChainOption = .current
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
     @Flag(help: "Print every case (one CSV line per answer) instead of the summary.") var cases = false
+    @Flag(help: "Instead: ask every (key, OS release) with min_samples docked samples with its release, against that release's own mode, for the current chain and the chain before releases.") var releases = false
 
     func validate() throws { try validateOSOption(os) }
 
     func run() throws {
         let (settings, index) = try loadIndex(config: config, database: database)
         let estimator = HeightEstimator(settings: settings.estimator, chain: chain.value)
+        if releases {
+            FileHandle.standardOutput.write(Data(Self.releaseTable(index, settings: settings.estimator).utf8))
+            return
+        }
         let cases = ChainBacktest.cases(index, estimator: estimator, filter: ChainBacktest.Filter(
             model: model, language: language, osMajor: os.flatMap(FieldRules.osMajor)))
         if self.cases {
@@ -39,11 +44,37 @@ struct Evaluate: ParsableCommand {
     }
 }
 
+extension Evaluate {
+    /// `--releases`: per chain, cases on releases whose own mode differs from their key's mode over the
+    /// OS major (a moved keyboard, or a thin release dominated by odd devices) and on those where it does not.
+    static func releaseTable(_ index: HeightIndex, settings: EstimatorSettings) -> String {
+        func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0) }
+        var lines = ["chain            differs_from_major  cases  mean_err  max_err  within_0.5  median_release_samples"]
+        for chain in [ChainOption.current, .beforeReleases] {
+            let estimator = HeightEstimator(settings: settings, chain: chain.value)
+            for row in ReleaseBacktest.rows(ReleaseBacktest.cases(index, estimator: estimator), in: index) {
+                lines.append(pad(chain.rawValue, 17) + pad(row.moved ? "yes" : "no", 19)
+                             + String(format: "%5d  %8.2f  %7.1f  %9.1f%%  %22lld", row.cases, row.meanError, row.maxError,
+                                      row.within * 100, row.medianSamples))
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
+
 /// `--chain` of `evaluate` and `height`: the chain kbtd serves, or the one before the OS-aware levels, for comparison.
 enum ChainOption: String, ExpressibleByArgument, CaseIterable {
     case current
     /// The chain before the OS-aware levels: levels 3 and 4 over any OS, no screen level.
     case beforeOSAware = "before-os-aware"
+    /// The chain before point releases answered on their own: level 1 per OS major only.
+    case beforeReleases = "before-releases"
 
-    var value: FallbackChain { self == .current ? .current : .beforeOSAware }
+    var value: FallbackChain {
+        switch self {
+        case .current: .current
+        case .beforeOSAware: .beforeOSAware
+        case .beforeReleases: .beforeReleases
+        }
+    }
 }

@@ -88,7 +88,7 @@ final class LiveHeights: Sendable {
     var generation: UInt64 { published.load(ordering: .acquiring) }
 
     func height(_ query: HeightQuery) -> CachedAnswer {
-        let key = "1|\(query.model)|\(query.language)|\(query.osMajor ?? -1)|\(query.orientation.rawValue)|\(query.keyboardType)|\(query.screen?.description ?? "")"
+        let key = "1|\(query.model)|\(query.language)|\(query.osMajor ?? -1).\(query.osMinor ?? -1)|\(query.orientation.rawValue)|\(query.keyboardType)|\(query.screen?.description ?? "")"
         return answer(key) { model in
             let estimate = model.estimator.estimate(query, in: model.index)
             return ({ Array(estimate.json.serialized().utf8) }, estimate.basis, [])

@@ -53,6 +53,7 @@ struct IngestRoute: Sendable {
                 pending.ledger = sourceWeights.weigh(&pending.delta, source: source, group: group,
                                                      screen: batch.device.screen, now: now)
             }
+            pending.delta.recordRelease(os: batch.device.os)
             outcome = try await writer.submit(pending)
         } catch {
             metrics.batch(.unavailable)

@@ -1,0 +1,89 @@
+/// Point releases (docs/fallback-chain.md, "Point releases"): the `model+os+language`
+/// level is kept per OS major, and answers per release (major.minor) only where the
+/// data shows that a release moved that keyboard.
+extension HeightEstimator {
+    /// What level 1 answers from for `key` asked on release `key.osMajor`.`minor`:
+    /// the key's stats on its OS major, unless a release of that major moved this
+    /// keyboard (`releaseMoved`). Then a phone on a release from a moving one on is
+    /// answered from the releases from that one up to the next moving one, and a phone
+    /// on an earlier release from the key's data without the moved releases, each when
+    /// it has the support a level needs (else the whole major answers, as before).
+    func releaseSeries(_ key: SeriesKey, minor: Int?, in index: some HeightLevels) -> LevelStats? {
+        guard let whole = index.series(key) else { return nil }
+        guard chain.releaseAware, let minor else { return whole }
+        let releases = index.releases(of: key)
+        guard !releases.isEmpty else { return whole }
+        let moved = releases.map(\.minor).filter {
+            releaseMoved(osMajor: key.osMajor, minor: $0, language: key.language, orientation: key.orientation,
+                         keyboardType: key.keyboardType, in: index)
+        }
+        guard let firstMoved = moved.first else { return whole }
+        let stats: LevelStats
+        if let start = moved.last(where: { $0 <= minor }) {
+            let end = moved.first(where: { $0 > minor }) ?? Int.max
+            stats = Self.level(of: releases.filter { $0.minor >= start && $0.minor < end }.map(\.stats), like: whole)
+        } else {
+            stats = Self.level(whole, without: releases.filter { $0.minor >= firstMoved }.map(\.stats))
+        }
+        return supports(stats) ? stats : whole
+    }
+
+    /// Whether release `osMajor`.`minor` moved one keyboard (language, orientation, type): over
+    /// the models that measured it on that release with a level's support (`min_samples` docked
+    /// samples there, `min_sources` on the key) and before it (the key without that release and
+    /// later ones), the median difference between the mode of their votes there and before is
+    /// not zero, and at least `minimumShiftModels` models measured it. The rule `osMoved` applies
+    /// to OS majors: a release that moves keyboards shows on most models at once, while a few odd
+    /// devices on a thin release do not move the median, so a release that moved nothing leaves
+    /// every answer as it was.
+    public func releaseMoved(osMajor: Int, minor: Int, language: String, orientation: Orientation, keyboardType: String,
+                             in index: some HeightLevels) -> Bool {
+        var differences: [Int] = []
+        for model in index.models(withLanguage: LanguageKey(language: language, orientation: orientation,
+                                                            keyboardType: keyboardType)).sorted() {
+            let key = SeriesKey(model: model, osMajor: osMajor, language: language, orientation: orientation,
+                                keyboardType: keyboardType)
+            let releases = index.releases(of: key)
+            guard let here = releases.first(where: { $0.minor == minor }), let whole = index.series(key) else { continue }
+            let there = Self.level(of: [here.stats], like: whole)
+            let before = Self.level(whole, without: releases.filter { $0.minor >= minor }.map(\.stats))
+            guard supports(there), supports(before), let new = there.votes.mode, let old = before.votes.mode else { continue }
+            differences.append(new - old)
+        }
+        guard differences.count >= Self.minimumShiftModels else { return false }
+        return Self.lowerMedian(differences) != 0
+    }
+
+    /// Release stats as a level: their votes and docked samples, with the key's sources,
+    /// safe areas and animations (which are kept per OS major).
+    static func level(of releases: [ReleaseStats], like whole: LevelStats) -> LevelStats {
+        var votes = CountHistogram()
+        var samples: Int64 = 0
+        for release in releases {
+            votes.merge(release.votes)
+            samples += release.samples
+        }
+        return LevelStats(heights: Self.total(samples, at: votes.mode), votes: votes, safeAreas: whole.safeAreas,
+                          sources: whole.sources, showAnimations: whole.showAnimations)
+    }
+
+    /// The key's stats without some of its releases: votes and docked samples subtracted.
+    static func level(_ whole: LevelStats, without releases: [ReleaseStats]) -> LevelStats {
+        var counts: [Int: Int64] = [:]
+        whole.votes.forEachEntry { bin, count in counts[bin] = count }
+        var samples = whole.heights.total
+        for release in releases {
+            release.votes.forEachEntry { bin, count in counts[bin, default: 0] -= count }
+            samples -= release.samples
+        }
+        let votes = CountHistogram(counts.filter { $0.value > 0 })
+        return LevelStats(heights: Self.total(max(0, samples), at: votes.mode), votes: votes, safeAreas: whole.safeAreas,
+                          sources: whole.sources, showAnimations: whole.showAnimations)
+    }
+
+    /// A histogram that only carries a total (the estimator reads a level's docked samples from `heights.total`).
+    private static func total(_ samples: Int64, at bin: Int?) -> CountHistogram {
+        guard samples > 0 else { return CountHistogram() }
+        return CountHistogram([bin ?? 0: samples])
+    }
+}

@@ -1,0 +1,27 @@
+import KBTDCore
+
+/// Per-release counts (`release_counts`, schema v9): written with each commit's other
+/// counts, read back with them when the index loads.
+extension SQLiteTelemetryStore {
+    static let upsertReleaseCounts = """
+        INSERT INTO release_counts(model, os_major, language, orientation, keyboard_type, os_minor, height_bin, samples, votes)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET samples = samples + excluded.samples, votes = votes + excluded.votes
+        """
+
+    func writeReleases(_ releases: [ReleaseBin: ReleaseCount]) throws(SQLiteError) {
+        guard !releases.isEmpty else { return }
+        let upsert = try statement(Self.upsertReleaseCounts)
+        for (bin, count) in releases {
+            try upsert.run(Self.keyValues(bin.series) + [.int(Int64(bin.minor)), .double(HeightBin.points(bin.halfPoints)),
+                                                        .int(count.samples), .int(count.votes)])
+        }
+    }
+
+    /// One `release_counts` row (key columns, then os_minor, height_bin, samples, votes).
+    static func addRelease(_ row: SQLiteRow, _ key: SeriesKey, to delta: inout AggregateDelta) {
+        let bin = ReleaseBin(series: key, minor: Int(row.int(5)), halfPoints: HeightBin.halfPoints(row.double(6)))
+        delta.releases[bin, default: ReleaseCount(samples: 0, votes: 0)] = delta.releases[bin, default: ReleaseCount(samples: 0, votes: 0)]
+            + ReleaseCount(samples: row.int(7), votes: row.int(8))
+    }
+}

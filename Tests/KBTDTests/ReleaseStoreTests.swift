@@ -1,0 +1,158 @@
+import Foundation
+import KBTDCore
+@testable import KBTDStore
+@testable import KBTDPostgres
+import Logging
+import Testing
+
+/// A trusted batch from one device on `os`, with its release recorded as ingest records it.
+func releaseBatch(_ id: String, os: String, model: String = "iPhone17,1", language: String = "ja-JP",
+                  height: Double, count: Int, receivedAt: Int64 = 1_000) -> PendingBatch {
+    let delta = ReleaseFleet.batch(model: model, os: os, language: language, height: height, count: count)
+    return PendingBatch(batchID: id, receivedAt: receivedAt, model: model, os: os, accepted: count, rejected: 0, delta: delta)
+}
+
+@Suite("Point releases in the stores (schema v9)", .ownThreads, .serialized)
+struct ReleaseStoreTests {
+    @Test(arguments: StoreKind.available)
+    func releaseCountsSurviveReopeningAndLeaveWithTheirKey(kind: StoreKind) throws {
+        let subject = try StoreUnderTest(kind)
+        var expected = AggregateDelta()
+        do {
+            let store = try subject.open()
+            let batches = [
+                releaseBatch("a", os: "26.1", height: 380, count: 40),
+                releaseBatch("b", os: "26.2", height: 384, count: 30),
+                releaseBatch("c", os: "26.2.1", height: 384, count: 5),
+                releaseBatch("d", os: "26.1", language: "en-US", height: 336, count: 25),
+            ]
+            #expect(try store.commit(batches).stored == [true, true, true, true])
+            // A duplicate adds nothing, to releases either.
+            #expect(try store.commit([releaseBatch("b", os: "26.2", height: 384, count: 30)]).stored == [false])
+            for batch in batches { expected.merge(batch.delta) }
+        }
+        let key = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+        #expect(expected.releases[ReleaseBin(series: key, minor: 2, halfPoints: HeightBin.halfPoints(384))]
+                == ReleaseCount(samples: 35, votes: 35))
+        let reopened = try subject.open()
+        #expect(try reopened.loadCounts() == expected)
+        let indexed = try reopened.loadIndexCounts()
+        #expect(indexed.releases == expected.releases)
+        var index = HeightIndex()
+        index.apply(indexed)
+        #expect(index.releases(of: key).map(\.minor) == [1, 2])
+        #expect(index.releases(of: key).map(\.stats.samples) == [40, 35])
+    }
+
+    @Test func aVersion8DatabaseMigratesToReleasesLosingNothing() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("v8.sqlite").path
+        do {
+            let db = try SQLiteConnection(path: path, mode: .readWrite)
+            try db.execute("PRAGMA journal_mode = WAL;")
+            try db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);")
+            for migration in Schema.migrations where migration.version <= 8 {
+                try db.execute(migration.sql)
+                try db.execute("INSERT INTO schema_migrations VALUES (\(migration.version), '\(migration.name.replacingOccurrences(of: "'", with: "''"))', 0);")
+            }
+            try db.execute("""
+                INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'docked', 380.0, 1500);
+                INSERT INTO height_votes VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 380.0, 1500);
+                INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 0, NULL);
+                INSERT INTO animation_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'show', 250, 7, 1500);
+                INSERT INTO keys VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 1000, 1000, 1000);
+                """)
+        }
+        let before = try SQLiteTelemetryStore(path: path, access: .readOnly).loadCounts()
+        #expect(before.heights.values.reduce(0, +) == 1_500 && before.releases.isEmpty)
+        let store = try SQLiteTelemetryStore(path: path)
+        #expect(try store.loadCounts() == before)
+        #expect(try store.loadIndexCounts() == before)
+        var versions: [Int] = []
+        try SQLiteConnection(path: path, mode: .readOnly).prepare("SELECT version FROM schema_migrations ORDER BY version")
+            .forEachRow { versions.append(Int($0.int(0))) }
+        #expect(versions == Array(1...9))
+        // The old counts answer 26.1 and 26.2 phones alike until a release shows it moved.
+        _ = try store.commit([releaseBatch("n", os: "26.2", height: 384, count: 300, receivedAt: 2_000)])
+        let after = try store.loadCounts()
+        #expect(after.heights.values.reduce(0, +) == 1_800 && after.releases.values.map(\.samples).reduce(0, +) == 300)
+        #expect(try store.integrityCheck() == "ok")
+    }
+}
+
+@Suite("Point releases through the daemon's routes", .ownThreads)
+struct ReleaseRouteTests {
+    /// The issue's scenario over HTTP: 26.1 history, then 26.2 moves ja-JP by 4 pt on every model.
+    /// Ingest records each batch's release, `/v1/height?os=26.2` serves the new height, `os=26.1` the
+    /// old one, and a restart (the index rebuilt from the store) answers the same.
+    @Test func aMovedReleaseIsServedByTheRouteAndAfterARestart() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("kbtd.sqlite").path
+        let models = Array(ReleaseFleet.models.prefix(3))
+        func height(_ app: InProcessApp, _ model: String, _ os: String, _ language: String = "ja-JP") async throws -> (Double?, String?) {
+            let response = try await app.get("/v1/height?model=\(model)&language=\(language)&os=\(os)")
+            let body = try JSONParser.parse(response.body)
+            return (body["height"]?.double, body["basis"].flatMap { if case .string(let s) = $0 { return s } else { return nil } })
+        }
+        func expectAnswers(_ app: InProcessApp) async throws {
+            for model in models {
+                let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+                let (new, basis) = try await height(app, model, "26.2")
+                #expect(new == old + 4 && basis == "model+os+language", "\(model) on 26.2")
+                #expect(try await height(app, model, "26.1").0 == old, "\(model) on 26.1")
+                #expect(try await height(app, model, "26.2", "en-US").0 == ReleaseFleet.base(model), "\(model) en-US on 26.2")
+            }
+        }
+        do {
+            let app = try InProcessApp(database: database)
+            for model in models {
+                let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+                for (os, height, count) in [("26.1", old, 150), ("26.2", old + 4, 40)] {
+                    let samples = shows(count, height: height, language: "ja-JP") + shows(30, height: ReleaseFleet.base(model))
+                    let response = try await app.post(gzip(batchBody(model: model, os: os, samples: samples)), encoding: "gzip")
+                    #expect(response.status == 202, "\(response.text)")
+                }
+            }
+            try await expectAnswers(app)
+            await app.app.shutdown()
+        }
+        let again = try InProcessApp(database: database)  // shutdown() released the lock
+        try await expectAnswers(again)
+    }
+}
+
+@Suite("Point releases: a PostgreSQL database of schema v8 migrates losing nothing", .ownThreads)
+struct ReleasePostgresMigrationTests {
+    @Test(.enabled(if: TestPostgres.available))
+    func aVersion8PostgresDatabaseMigratesToReleasesLosingNothing() throws {
+        let postgres = try TestPostgres()
+        // The database exactly as a kbtd of schema v8 leaves it, holding one trusted key.
+        for sql in PostgresSchema.bookkeeping { try postgres.psql("kbtd", sql, user: "kbtd") }
+        for migration in PostgresSchema.migrations where migration.version <= 8 {
+            for sql in migration.sql { try postgres.psql("kbtd", sql, user: "kbtd") }
+            try postgres.psql("kbtd", "INSERT INTO schema_migrations VALUES (\(migration.version), 'v\(migration.version)', 0)", user: "kbtd")
+        }
+        try postgres.psql("kbtd", """
+            INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'docked', 380.0, 1500);
+            INSERT INTO height_votes VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 380.0, 1500);
+            INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 0, NULL);
+            INSERT INTO animation_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'show', 250, 7, 1500);
+            INSERT INTO keys VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 1000, 1000, 1000);
+            """, user: "kbtd")
+        let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
+        defer { database.close() }
+        let store = try PostgresTelemetryStore(database: database, admission: { IndexAdmission() })
+        #expect(try postgres.psql("kbtd", "SELECT MAX(version) FROM schema_migrations") == "9")
+        let counts = try store.loadCounts()
+        let key = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+        #expect(counts.heights[HeightCountKey(series: key, placement: .docked, halfPoints: HeightBin.halfPoints(380))] == 1_500)
+        #expect(counts.votes[SeriesBin(series: key, halfPoints: HeightBin.halfPoints(380))] == 1_500)
+        #expect(counts.releases.isEmpty)
+        #expect(try store.loadIndexCounts().heights.values.reduce(0, +) == 1_500)
+        _ = try store.commit([releaseBatch("n", os: "26.2", height: 384, count: 300, receivedAt: 2_000)])
+        let after = try store.loadCounts()
+        #expect(after.heights.values.reduce(0, +) == 1_800 && after.releases.values.map(\.samples).reduce(0, +) == 300)
+    }
+}

@@ -12,7 +12,7 @@ import Testing
 /// `GET /v1/height` or `/v1/heights` on an HTTP/1.1 connection is answered in
 /// the channel pipeline; the same question with a `Connection` header goes
 /// through the router. Both must send the same bytes.
-@Suite("Cached answers on the thin path", .ownThreads)
+@Suite("Cached answers on the thin path", .ownThreads, .timeLimit(.minutes(10)))
 struct CachedAnswerTests {
     static let answered = HeightTests.chain.map { "/v1/height?" + $0.query } + [
         "/v1/height?model=iPhone17,1&language=en%2DUS&os=26.1",
@@ -153,18 +153,24 @@ struct CachedAnswerTests {
         defer { #expect(daemon.stop() == 0) }
         let slow = try daemon.connection()
         let head = Array("GET /v1/height?model=iPhone17,1&language=en-US HTTP/1.1\r\nHost: kbtd.test\r\n".utf8)
-        for byte in head.prefix(25) {
-            try? slow.send([byte])
-            usleep(100_000)
+        // A byte, then up to 100 ms watching for the close (the trickle's rate), until the daemon cuts it off.
+        let trickle = Deadline(60, for: "the daemon to cut off a trickled head")
+        var closed = false, sent = 0
+        while !closed, !trickle.hasPassed, sent < head.count - 1 {
+            try? slow.send([head[sent]])
+            sent += 1
+            closed = slow.isClosedByPeer(until: trickle, cap: 100)
         }
-        #expect(slow.isClosedByPeer(within: 60), "a head trickled past header_timeout_seconds must be cut off")
+        if !closed { closed = slow.isClosedByPeer(until: trickle) }
+        #expect(closed, "a head trickled past header_timeout_seconds must be cut off (\(sent) bytes sent)")
 
         // Nine requests 0.4 s apart span more than idle_timeout_seconds (2 s): each is answered
         // on the same connection (a count, not a clock: a slow machine only stretches the span).
         let busy = try daemon.connection()
         for _ in 0..<9 {
             #expect(try busy.request("GET", Self.height).status == 200)
-            usleep(400_000)
+            // The gap between requests is spent watching the connection: it must not close.
+            #expect(!busy.isClosedByPeer(until: Deadline(0.4, for: "the gap between requests"), cap: 400))
         }
         #expect(busy.isClosedByPeer(within: 60), "idle_timeout_seconds must close it once it stops asking")
     }

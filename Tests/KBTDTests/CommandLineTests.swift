@@ -2,7 +2,7 @@ import Foundation
 import KBTDCore
 import Testing
 
-@Suite("Command line", .ownThreads)
+@Suite("Command line", .ownThreads, .timeLimit(.minutes(10)))
 struct CommandLineTests {
     @Test func statsFormatsAndFilters() async throws {
         let daemon = try InProcessApp()

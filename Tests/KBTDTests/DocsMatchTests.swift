@@ -5,7 +5,7 @@ import Testing
 /// The docs say what the code does: every setting, every subcommand and option,
 /// every metric the code declares is documented. A setting, option or metric added
 /// without its doc fails here (CONTRIBUTING.md, "Docs in the same commit").
-@Suite("Docs match the code", .ownThreads)
+@Suite("Docs match the code", .ownThreads, .timeLimit(.minutes(10)))
 struct DocsMatchTests {
     static func read(_ relativePath: String) throws -> String {
         try String(contentsOf: TestPaths.repositoryRoot.appendingPathComponent(relativePath), encoding: .utf8)

@@ -5,7 +5,7 @@ import Testing
 
 /// Every 4xx of docs/http-api.md that this build can produce, each checked for
 /// its status, an error body naming the problem, and no change to what was stored.
-@Suite("Error paths, answered in-process", .ownThreads)
+@Suite("Error paths, answered in-process", .ownThreads, .timeLimit(.minutes(10)))
 struct ErrorPathTests {
     static let payload = batchBody(samples: shows(5, height: 336))
 

@@ -68,7 +68,7 @@ struct ShiftedFleet {
     }
 }
 
-@Suite("OS-aware chain, screen level, evaluate and export", .ownThreads)
+@Suite("OS-aware chain, screen level, evaluate and export", .ownThreads, .timeLimit(.minutes(10)))
 struct FallbackChainTests {
     /// An index holding `fleet`, with every key trusted (as a loopback daemon stores it).
     func index(_ fleet: ShiftedFleet, extra: [(String, Int, String, Double, Int)] = []) -> HeightIndex {
@@ -373,8 +373,8 @@ struct FallbackChainTests {
 
     @Test func clientSendsItsScreenAndAsksWithIt() async throws {
         let fleet = try ShiftedFleet(seed: 9)
-        let (daemon, port) = ClientFixtures.daemonOnFixedPort()
-        try daemon.start()
+        let daemon = try TestDaemon().start()
+        let port = daemon.port
         try fleet.load(into: daemon)
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -101,7 +101,7 @@ struct FleetSimulator {
     }
 }
 
-@Suite("Realistic fleet against the live daemon", .ownThreads)
+@Suite("Realistic fleet against the live daemon", .ownThreads, .timeLimit(.minutes(10)))
 struct FleetTests {
     @Test func servedHeightsMatchThePublishedTable() throws {
         let phones = try KeyboardFacts.load("iphone-keyboard-heights.csv")

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Fuzz corpus replay", .ownThreads)
+@Suite("Fuzz corpus replay", .ownThreads, .timeLimit(.minutes(10)))
 struct FuzzReplayTests {
     /// The seeds and every past finding go through the same harness libFuzzer
     /// drives (built without the fuzzer runtime): none may trap.

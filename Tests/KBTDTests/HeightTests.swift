@@ -2,7 +2,7 @@ import Foundation
 import KBTDCore
 import Testing
 
-@Suite("Heights, answered in-process", .ownThreads)
+@Suite("Heights, answered in-process", .ownThreads, .timeLimit(.minutes(10)))
 struct HeightTests {
     /// A fleet built so every level of the chain answers one question.
     static func loadChainFleet(into daemon: InProcessApp) async throws {

@@ -11,7 +11,7 @@ import Glibc
 /// each client binds its own 127.0.0.x source address, so one machine plays
 /// several client networks. Bounds are asserted loosely (they are not
 /// benchmarks); the figures are printed for the README.
-@Suite("Hostile clients, in-process and against the live daemon", .ownThreads)
+@Suite("Hostile clients, in-process and against the live daemon", .ownThreads, .timeLimit(.minutes(10)))
 struct HostileClientTests {
     static let strangers = ["KBTD_TRUSTED_PEERS": "none", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true"]
 
@@ -293,22 +293,10 @@ struct HostileClientTests {
     static func serveUntilExit(_ arguments: [String], environment: [String: String] = [:], seconds: Double = 20) throws -> CommandResult {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let log = directory.appendingPathComponent("serve.log").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exec \"$0\" \"$@\" >\"$KBTD_TEST_LOG\" 2>&1", TestPaths.kbtdBinary, "serve"] + arguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KBTD_") }
         env.merge(environment) { $1 }
-        env["KBTD_TEST_LOG"] = log
-        process.environment = env
-        process.currentDirectoryURL = directory
-        try process.run()
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        return CommandResult(status: process.terminationStatus, stdout: "", stderr: output)
+        let result = try runToEnd(TestPaths.kbtdBinary, ["serve"] + arguments, environment: env, directory: directory, timeout: seconds)
+        return CommandResult(status: result.status, stdout: "", stderr: result.stdout + result.stderr)
     }
 
     @Test func aSecondDaemonOnTheSameDatabaseOrSocketExitsAndTheFirstKeepsServing() throws {
@@ -396,10 +384,13 @@ struct HostileClientTests {
         reader.arguments = [daemon.database]
         let input = Pipe()
         reader.standardInput = input
-        reader.standardOutput = FileHandle.nullDevice
+        let output = Pipe()
+        reader.standardOutput = output
         try reader.run()
         input.fileHandleForWriting.write(Data("BEGIN; SELECT COUNT(*) FROM batches;\n".utf8))
-        usleep(300_000)
+        // The shell prints the count once its read transaction has begun: that line is the event.
+        let printed = waitReadable([output.fileHandleForReading.fileDescriptor], until: Deadline(60, for: "sqlite3 to print the count"))
+        #expect(!printed.isEmpty, "the sqlite3 shell did not answer its SELECT")
         let wal = daemon.database + "-wal"
         var batches = 0
         while Self.fileSize(wal) < 2 << 20 && batches < 2_000 {
@@ -411,8 +402,7 @@ struct HostileClientTests {
         #expect(grown >= 2 << 20, "the reader pins the WAL: \(grown) bytes after \(batches) batches")
         input.fileHandleForWriting.closeFile()
         reader.waitUntilExit()
-        let deadline = Date().addingTimeInterval(20)
-        while Self.fileSize(wal) > 262_144 && Date() < deadline { usleep(100_000) }
+        try? daemon.until("the WAL to shrink to max_wal_bytes once the reader left") { Self.fileSize(wal) <= 262_144 }
         let shrunk = Self.fileSize(wal)
         #expect(shrunk <= 262_144, "WAL still \(shrunk) bytes after the reader left")
         #expect(try daemon.metric("kbtd_wal_bytes") != nil)

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("Ingest, answered in-process and by the live daemon", .ownThreads)
+@Suite("Ingest, answered in-process and by the live daemon", .ownThreads, .timeLimit(.minutes(10)))
 struct IngestTests {
     @Test(arguments: [("gzip", Deflater.Format.gzip), ("deflate", .zlib), ("deflate", .raw)])
     func compressedBatchRoundTripsToStatsAndHeight(encoding: String, format: Deflater.Format) async throws {
@@ -108,12 +108,7 @@ struct IngestTests {
         let acknowledged = ConcurrentResults<Int>()
         let next = ConcurrentResults<Int>()
         // kill -9 once 20 batches are acknowledged: mid-load by construction, not by a guessed delay.
-        let killer = Thread {
-            let deadline = Date().addingTimeInterval(60)
-            while acknowledged.values.count < 20 && deadline.timeIntervalSinceNow > 0 { usleep(1_000) }
-            daemon.kill9()
-        }
-        killer.start()
+        acknowledged.onCount(20) { daemon.signal(SIGKILL) }
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             for i in stride(from: worker, to: bodies.count, by: 8) {
                 next.append(i)
@@ -121,7 +116,8 @@ struct IngestTests {
                 if response.status == 202 { acknowledged.append(i) }
             }
         }
-        while daemon.process != nil { usleep(10_000) }
+        daemon.signal(SIGKILL)  // when fewer than 20 were acknowledged (the expectation below then fails)
+        #expect(daemon.waitForExit() == SIGKILL)
         try daemon.start()
         let acked = Set(acknowledged.values)
         #expect(!acked.isEmpty && acked.count < bodies.count, "the kill should land mid-load (acked \(acked.count))")
@@ -172,12 +168,4 @@ struct IngestTests {
         #expect(stats.status == 200)
         #expect(stats.json?["samples"] == .number(20))
     }
-}
-
-/// Collects values from concurrent workers.
-final class ConcurrentResults<T: Sendable>: @unchecked Sendable {  // guarded by `lock`
-    private let lock = NSLock()
-    private var storage: [T] = []
-    func append(_ value: T) { lock.lock(); storage.append(value); lock.unlock() }
-    var values: [T] { lock.lock(); defer { lock.unlock() }; return storage }
 }

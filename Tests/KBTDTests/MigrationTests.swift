@@ -3,7 +3,7 @@ import KBTDCore
 @testable import KBTDStore
 import Testing
 
-@Suite("Schema migrations", .ownThreads)
+@Suite("Schema migrations", .ownThreads, .timeLimit(.minutes(10)))
 struct MigrationTests {
     /// A database exactly as kbtd with schema v2 left it, holding `rows` (by default one trusted key's counts).
     static func makeVersion2Database(at path: String, rows: String = """

@@ -2,7 +2,7 @@ import Testing
 
 /// `.ownThreads` must move a test off the cooperative pool, whether the test is
 /// synchronous or async, and its child tasks with it.
-@Suite("Tests that block run on threads of their own", .ownThreads)
+@Suite("Tests that block run on threads of their own", .ownThreads, .timeLimit(.minutes(10)))
 struct OwnThreadsTests {
     @Test func aSynchronousTestRunsOnAnOwnThread() {
         #expect(BlockingTestExecutor.isCurrentThreadOwn)

@@ -2,7 +2,7 @@ import Foundation
 import KBTDCore
 import Testing
 
-@Suite("Poisoning defence, answered in-process", .ownThreads)
+@Suite("Poisoning defence, answered in-process", .ownThreads, .timeLimit(.minutes(10)))
 struct PoisoningTests {
     /// An honest fleet arrives through the trusted Unix socket; one address on
     /// TCP then posts 100,000 samples of 999 pt. No served height may move.

@@ -10,7 +10,7 @@ import Glibc
 
 /// Real daemons on one real PostgreSQL cluster (started by the test): the
 /// scaled-out deployment of docs/scaling-out.md.
-@Suite("PostgreSQL: several kbtd nodes on one database", .ownThreads, .serialized, .enabled(if: TestPostgres.available))
+@Suite("PostgreSQL: several kbtd nodes on one database", .ownThreads, .timeLimit(.minutes(10)), .serialized, .enabled(if: TestPostgres.available))
 struct PostgresNodeTests {
     /// A node of the test fleet: the catch-up bound is half a second, so tests wait little.
     static func node(_ postgres: TestPostgres, url: String? = nil, environment: [String: String] = [:]) -> TestDaemon {
@@ -58,9 +58,11 @@ struct PostgresNodeTests {
         for language in ["ja-JP", "en-US"] {
             let expected = language == "ja-JP" ? expectedJa : expectedEn
             let path = "/v1/height?model=iPhone17,1&language=\(language)&os=26.1"
-            #expect(eventually(seconds: 60) {
-                nodes.allSatisfy { (try? $0.get(path).json?["samples"]) == .number(Double(expected)) }
-            }, "the nodes did not both reach \(expected) \(language) samples")
+            #expect(throws: Never.self, "the nodes did not both reach \(expected) \(language) samples") {
+                try waitUntil("both nodes to answer \(expected) \(language) samples") {
+                    nodes.allSatisfy { (try? $0.get(path).json?["samples"]) == .number(Double(expected)) }
+                }
+            }
         }
         for language in ["ja-JP", "en-US"] {
             let path = "/v1/height?model=iPhone17,1&language=\(language)&os=26.1"
@@ -138,8 +140,9 @@ struct PostgresNodeTests {
         let attacker = "127.0.9.9"
         #expect(try Self.post(nodes[0], from: attacker, (0..<5).flatMap { shows(1, height: 346, language: "q\($0)-XX") }).status == 202)
         // The other node learns of the commit within its catch-up bound (0.5 s): wait for it, bounded.
-        let deadline = Date().addingTimeInterval(30)
-        while (try nodes[1].metric("kbtd_index_catch_up_commits_total") ?? 0) < 1, Date() < deadline { usleep(50_000) }
+        try nodes[1].until("node 1's first index catch-up commit (kbtd_index_catch_up_commits_total)", seconds: 30) {
+            (try nodes[1].metric("kbtd_index_catch_up_commits_total") ?? 0) >= 1
+        }
         let second = try Self.post(nodes[1], from: attacker, shows(1, height: 346, language: "r-XX"))
         #expect(second.status == 202)
         #expect(second.json?["errors"]?.array?.first?["field"] == .string("key"),
@@ -159,12 +162,8 @@ struct PostgresNodeTests {
         let refused = ConcurrentResults<Int>()
         let victim = try #require(nodes[0].process?.processIdentifier)
         let failedOnVictim = ConcurrentResults<Int>()
-        // Mid-load: once a sixth of the batches are in.
-        let killer = Thread {
-            while stored.values.count < count / 6 { usleep(1_000) }
-            kill(victim, SIGKILL)
-        }
-        killer.start()
+        // Mid-load: once a sixth of the batches are in (an event the workers report, not a delay).
+        stored.onCount(count / 6) { kill(victim, SIGKILL) }
         // Clients prefer node 0 for even batches; on a refused connection, a 503 or a broken
         // response they retry on the other node, as a load balancer's health check would send them.
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
@@ -179,12 +178,11 @@ struct PostgresNodeTests {
                         failedOnVictim.append(i)
                     }
                     target = 1 - target
-                    usleep(20_000)
                 }
             }
         }
+        kill(victim, SIGKILL)  // had fewer than a sixth been stored, the expectations below fail
         #expect(nodes[0].waitForExit() == SIGKILL)
-        while killer.isExecuting { usleep(1_000) }
         let acknowledged = Set(stored.values).union(duplicates.values)
         #expect(acknowledged.count == count, "every batch is acknowledged by one node or the other")
         #expect(!failedOnVictim.values.isEmpty, "the kill must land while clients still send to the victim")
@@ -209,42 +207,34 @@ struct PostgresNodeTests {
         var acknowledged = Set<Int>()
         var statuses: [Int: Int] = [:]
         var retryAfter: [String] = []
-        let restarter = Thread {
-            usleep(500_000)
-            try? postgres.stop(mode: "fast")
-            // Down for longer than a node waits for a connection (5 s): ingest must answer 503.
-            usleep(7_000_000)
-            try? postgres.start()
-        }
-        restarter.start()
-        while !restarter.isExecuting && !restarter.isFinished { usleep(1_000) }
-        // New batches while PostgreSQL goes down and comes back, then every one not acknowledged again.
-        let deadline = Date().addingTimeInterval(120)
-        while (restarter.isExecuting || acknowledged.count < bodies.count), Date() < deadline {
-            if restarter.isExecuting { bodies.append(gzip(batchBody(samples: shows(2, height: 336)))) }
+        // PostgreSQL goes down once three batches are in, and comes back once the node has answered
+        // a 503 (it waited its 5 s for a connection and refused): events the test sees, not delays.
+        var postgresDown = false, postgresBack = false
+        let deadline = Deadline(120, for: "every batch acknowledged across PostgreSQL's restart")
+        while !postgresBack || acknowledged.count < bodies.count, !deadline.hasPassed {
+            if !postgresBack { bodies.append(gzip(batchBody(samples: shows(2, height: 336)))) }
             for i in 0..<bodies.count where !acknowledged.contains(i) {
                 guard let response = try? node.post(bodies[i], encoding: "gzip") else { continue }
                 statuses[response.status, default: 0] += 1
                 if response.status == 202 || response.status == 200 { acknowledged.insert(i) }
-                if response.status == 503 {
-                    retryAfter.append(response.header("Retry-After") ?? "missing")
-                    usleep(100_000)
-                }
+                if response.status == 503 { retryAfter.append(response.header("Retry-After") ?? "missing") }
+            }
+            if !postgresDown && acknowledged.count >= 3 {
+                try postgres.stop(mode: "fast")
+                postgresDown = true
+            } else if postgresDown && !postgresBack && (statuses[503] ?? 0) > 0 {
+                try postgres.start()
+                postgresBack = true
             }
         }
         #expect(acknowledged.count == bodies.count)
-        #expect((statuses[503] ?? 0) > 0, "PostgreSQL was down for 7 s: some batches must have been refused (\(statuses))")
+        #expect(postgresBack, "PostgreSQL was restarted after the node refused a batch (\(statuses))")
+        #expect((statuses[503] ?? 0) > 0, "while PostgreSQL was down some batches must have been refused (\(statuses))")
         #expect(Set(statuses.keys).isSubset(of: [200, 202, 503]), "\(statuses)")
         #expect(retryAfter.allSatisfy { $0 == "2" }, "\(retryAfter)")
         #expect(try node.stats()["samples"] == .number(Double(2 * bodies.count)))
         // The index catch-up reconnects too (its next poll after PostgreSQL is back): healthy again.
-        var health = try node.get("/healthz")
-        let healthDeadline = Date().addingTimeInterval(15)
-        while health.status != 200, Date() < healthDeadline {
-            usleep(200_000)
-            health = try node.get("/healthz")
-        }
-        #expect(health.status == 200, "\(health.text)")
+        try node.until("/healthz to answer 200 once PostgreSQL is back") { try node.get("/healthz").status == 200 }
         #expect(node.stop() == 0)
         print("postgres restart: \(bodies.count) batches, statuses \(statuses.sorted { $0.key < $1.key }), all acknowledged once")
     }
@@ -270,15 +260,11 @@ struct PostgresNodeTests {
 
         // With database_wait_seconds, start-up waits for PostgreSQL instead.
         let node = Self.node(postgres, url: url, environment: ["KBTD_DATABASE_WAIT_SECONDS": "60"])
-        // Longer than one connection attempt (5 s), so start-up sees a failure and says it waits.
-        let starter = Thread {
-            usleep(6_500_000)
-            try? postgres.start()
-        }
-        starter.start()
-        try node.start()
-        while starter.isExecuting { usleep(1_000) }
-        #expect(node.log_().contains("waiting up to 60.0 s for PostgreSQL"))
+        // PostgreSQL comes back once start-up has seen a failed connection and said it waits.
+        try node.launch()
+        #expect(node.waitForLog("waiting up to 60.0 s for PostgreSQL"))
+        try postgres.start()
+        try node.awaitReady()
         #expect(!node.log_().contains("s3cret-pw"))
         #expect(try node.post(gzip(batchBody(samples: shows(1, height: 336))), encoding: "gzip").status == 202)
         #expect(node.stop() == 0)

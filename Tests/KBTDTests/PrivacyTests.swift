@@ -11,7 +11,7 @@ import Glibc
 /// Phones' addresses must not be recoverable from kbtd's files (docs/privacy.md):
 /// client networks are stored as keyed hashes under a secret kept beside the
 /// database, retired after `source_retention_days`, and kept out of logs above debug.
-@Suite("Privacy: keyed sources, retention, logs", .ownThreads)
+@Suite("Privacy: keyed sources, retention, logs", .ownThreads, .timeLimit(.minutes(10)))
 struct PrivacyTests {
     /// Loopback is a stranger here, so its batches are attributed to their client network.
     static let strangers = ["KBTD_TRUSTED_PEERS": "none", "KBTD_LOG_LEVEL": "info"]

@@ -8,7 +8,7 @@ import Testing
 /// protocol (TCP proxy), and every per-client rule must see the client.
 /// Loopback is not trusted here (`trusted_peers = none`, rate limits on), so
 /// each 127.0.0.x is a stranger network of its own.
-@Suite("Client addresses behind a proxy", .ownThreads)
+@Suite("Client addresses behind a proxy", .ownThreads, .timeLimit(.minutes(10)))
 struct ProxyTests {
     static let environment = [
         "KBTD_TRUSTED_PEERS": "none", "KBTD_RATE_LIMIT_LOCAL_PEERS": "true",

@@ -2,7 +2,7 @@ import Foundation
 import KBTDServer
 import Testing
 
-@Suite("Settings", .ownThreads)
+@Suite("Settings", .ownThreads, .timeLimit(.minutes(10)))
 struct SettingsTests {
     static let shippedConfig = TestPaths.repositoryRoot.appendingPathComponent("Config/kbtd.conf").path
 

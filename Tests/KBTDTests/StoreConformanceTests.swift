@@ -68,7 +68,7 @@ func pendingBatch(_ id: String, receivedAt: Int64 = 1_000, model: String = "iPho
     return batch
 }
 
-@Suite("Store conformance: the same cases on SQLite and PostgreSQL", .ownThreads, .serialized)
+@Suite("Store conformance: the same cases on SQLite and PostgreSQL", .ownThreads, .timeLimit(.minutes(10)), .serialized)
 struct StoreConformanceTests {
     /// docs/privacy.md: a network's keyed hash retires `source_retention_days` after it last reported
     /// the key; the key keeps its count of sources, and a report refreshes the time.

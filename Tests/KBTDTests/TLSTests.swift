@@ -8,7 +8,7 @@ import Glibc
 /// Native TLS and HTTP/2 on the real daemon, with certificates from a
 /// throwaway openssl CA made in each test, and curl, openssl s_client and
 /// Python's ssl module as the clients.
-@Suite("TLS and HTTP/2 against the live daemon", .ownThreads)
+@Suite("TLS and HTTP/2 against the live daemon", .ownThreads, .timeLimit(.minutes(10)))
 struct TLSTests {
     /// A daemon whose TCP listener speaks TLS with a fresh EC pair (and an RSA pair on request).
     static func tlsDaemon(keyType: String = "ec", environment: [String: String] = [:]) throws -> (TestDaemon, TestCertificates) {
@@ -141,9 +141,24 @@ struct TLSTests {
         let script = daemon.directory.appendingPathComponent("swap.py").path
         try Self.swapScript.write(toFile: script, atomically: true, encoding: .utf8)
         let pid = try #require(daemon.process?.processIdentifier)
-        let run = try spawnAndWait("/usr/bin/env", ["python3", script, String(daemon.port), pair.ca, renewed.ca, String(pid),
-                                                        renewed.chain, renewed.key, pair.chain, pair.key], timeout: 60)
-        #expect(run.status == 0, "\(run.stderr)")
+        // The script sends SIGHUP, then blocks on this FIFO until the daemon has logged that it re-read the pair.
+        let go = daemon.directory.appendingPathComponent("go.fifo").path
+        #expect(mkfifo(go, 0o600) == 0)
+        // Held open (read and write, which never blocks) until the script is done: its open does not wait,
+        // and the byte written below stays in the FIFO whenever the script gets to read it.
+        let fifo = open(go, O_RDWR)
+        defer { close(fifo) }
+        let out = daemon.directory.appendingPathComponent("swap.out").path, err = daemon.directory.appendingPathComponent("swap.err").path
+        let swap = try SpawnedProcess("/usr/bin/python3", [script, String(daemon.port), pair.ca, renewed.ca, String(pid),
+                                                           renewed.chain, renewed.key, pair.chain, pair.key, go], stdout: out, stderr: err)
+        let reread = daemon.waitForLog("TLS certificate re-read")
+        var byte: UInt8 = 1
+        _ = write(fifo, &byte, 1)
+        let status = swap.wait(seconds: 60)
+        let stdout = (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        #expect(reread, "the daemon did not log re-reading the pair:\n\(daemon.log_())")
+        #expect(status == 0, "\(stderr)")
+        let run = (stdout: stdout, stderr: stderr)
         let result = try JSONParser.parse(Array(run.stdout.utf8))
         #expect(result["old_before"] == .number(200))
         #expect(result["new_with_renewed_ca"] == .number(200), "\(run.stdout)")
@@ -200,38 +215,24 @@ struct TLSTests {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let pair = try TestCertificates.make(in: directory, name: "a")
-        let port = freePort()
-        let log = directory.appendingPathComponent("activate.log").path
-        let activator = Process()
-        activator.executableURL = URL(fileURLWithPath: "/bin/sh")
-        activator.arguments = ["-c", "exec systemd-socket-activate \"$@\" 2>\"$ACTIVATE_LOG\"", "sh",
-                               "-l", "127.0.0.1:\(port)", "--fdname=https", "-E", "KBTD_TLS_CERTIFICATE", "-E", "KBTD_TLS_KEY",
-                               TestPaths.kbtdBinary, "serve",
-                               "--database", directory.appendingPathComponent("kbtd.sqlite").path]
-        activator.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KBTD_") }
-            .merging(["ACTIVATE_LOG": log, "KBTD_TLS_CERTIFICATE": pair.chain, "KBTD_TLS_KEY": pair.key]) { $1 }
-        try activator.run()
-        defer { if activator.isRunning { kill(activator.processIdentifier, SIGKILL) } }
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("Listening on") {
-            usleep(20_000)
-        }
+        let activator = try SocketActivator(directory: directory, options: ["--fdname=https", "-E", "KBTD_TLS_CERTIFICATE", "-E", "KBTD_TLS_KEY"],
+                                            command: [TestPaths.kbtdBinary, "serve", "--database", directory.appendingPathComponent("kbtd.sqlite").path],
+                                            environment: ["KBTD_TLS_CERTIFICATE": pair.chain, "KBTD_TLS_KEY": pair.key])
+        let port = activator.port
         let health = try curl(["--cacert", pair.ca, "--retry", "3", "--retry-connrefused", "-w", "\n%{http_code} %{http_version}",
                                      "--http2", "https://127.0.0.1:\(port)/healthz"])
         #expect(health.stdout.hasSuffix("\n200 2"), "\(health.stdout) \(health.stderr)")
-        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        let text = activator.text
         #expect(text.contains("(fd 3, https) (TLS, HTTP/2)"), "\(text)")
-        kill(activator.processIdentifier, SIGTERM)
-        activator.waitUntilExit()
-        #expect(activator.terminationStatus == 0)
+        #expect(activator.stop() == 0)
     }
 
     /// Opens a keep-alive HTTPS connection, renews the pair in place, sends SIGHUP, waits for a new
     /// connection to present the renewed certificate, then uses the old connection again.
     static let swapScript = #"""
-    import http.client, json, os, shutil, signal, ssl, sys, time
+    import http.client, json, os, shutil, signal, ssl, sys
     port, old_ca, new_ca, pid = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-    new_chain, new_key, live_chain, live_key = sys.argv[5:9]
+    new_chain, new_key, live_chain, live_key, go = sys.argv[5:10]
 
     def connection(ca):
         return http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=ssl.create_default_context(cafile=ca))
@@ -249,13 +250,9 @@ struct TLSTests {
     shutil.copyfile(new_chain, live_chain)
     shutil.copyfile(new_key, live_key)
     os.kill(pid, signal.SIGHUP)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        try:
-            result["new_with_renewed_ca"] = get(connection(new_ca))
-            break
-        except ssl.SSLError:
-            time.sleep(0.1)
+    # Blocks until the test, having seen the daemon log that it re-read the pair, opens the FIFO.
+    os.read(os.open(go, os.O_RDONLY), 1)
+    result["new_with_renewed_ca"] = get(connection(new_ca))
     result["old_after"] = get(old)
     result["same_socket"] = old.sock is socket_before
     try:

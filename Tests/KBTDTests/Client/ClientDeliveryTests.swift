@@ -4,7 +4,7 @@ import KeyboardTelemetryClient
 import Testing
 
 /// The client against the live daemon: batching, receipts, exactly-once across a kill -9.
-@Suite("KeyboardTelemetryClient delivery against the live daemon", .ownThreads)
+@Suite("KeyboardTelemetryClient delivery against the live daemon", .ownThreads, .timeLimit(.minutes(10)))
 struct ClientDeliveryTests {
     @Test func sealsByCountAndOnDemandAndKbtdStoresWhatWasRecorded() async throws {
         let directory = TestPaths.temporaryDirectory()
@@ -54,12 +54,13 @@ struct ClientDeliveryTests {
         client.start()
         for i in 0..<3 { client.record(ClientFixtures.show(i)) }
         // The age timer sleeps on the clock until the oldest sample is 30 s old.
-        #expect(await ClientFixtures.eventually(60) { clock.sleeperCount >= 1 })
+        #expect(await ClientFixtures.eventually("clock.sleeperCount >= 1") { clock.sleeperCount >= 1 })
         clock.advance(by: 29)
-        try await Task.sleep(nanoseconds: 200_000_000)
+        // Time is an input: at 29 s the timer's deadline has not passed, so the clock woke nobody.
+        #expect(clock.sleeperCount >= 1, "the age timer still sleeps at 29 s")
         #expect(client.pendingSampleCount == 3, "29 s is not old enough")
         clock.advance(by: 1.5)
-        #expect(await ClientFixtures.eventually(60) { client.pendingSampleCount == 0 })
+        #expect(await ClientFixtures.eventually("client.pendingSampleCount == 0") { client.pendingSampleCount == 0 })
         #expect(await client.waitForDelivery(timeout: 120))
         #expect(client.counters.batchesAcknowledged == 1 && client.counters.samplesAccepted == 3)
         #expect(try ClientFixtures.storedSamples(daemon) == 3)
@@ -69,8 +70,8 @@ struct ClientDeliveryTests {
     @Test func everySampleCountedOnceAcrossKillNineAndRestart() async throws {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (daemon, port) = ClientFixtures.daemonOnFixedPort()
-        try daemon.start()
+        let daemon = try TestDaemon(keepsPort: true).start()
+        let port = daemon.port
         var configuration = ClientFixtures.configuration(port: port, directory: directory)
         configuration.maxBatchSamples = 20
         let client = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration)
@@ -80,12 +81,11 @@ struct ClientDeliveryTests {
         await client.flush()
 
         // Kill the daemon while the client is half-way through its queue, then bring it back on the same port.
-        #expect(await ClientFixtures.eventually(60) { client.counters.batchesAcknowledged >= 10 })
+        #expect(await ClientFixtures.eventually("client.counters.batchesAcknowledged >= 10") { client.counters.batchesAcknowledged >= 10 })
         daemon.kill9()
         let acknowledgedBeforeKill = client.counters.batchesAcknowledged
         #expect(acknowledgedBeforeKill < batches, "the kill must land mid-flight")
-        try await Task.sleep(nanoseconds: 300_000_000)
-        try daemon.start()
+        try daemon.start()  // on the same port (kill9 has reaped the old process)
 
         #expect(await client.waitForDelivery(timeout: 120))
         let counters = client.counters

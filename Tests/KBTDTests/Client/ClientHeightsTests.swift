@@ -5,7 +5,7 @@ import Testing
 
 /// `estimatedHeight`: measured, then kbtd's answer (ETag-revalidated, at most
 /// every N hours), then the default; from memory, never from the network.
-@Suite("KeyboardTelemetryClient heights cache", .ownThreads)
+@Suite("KeyboardTelemetryClient heights cache", .ownThreads, .timeLimit(.minutes(10)))
 struct ClientHeightsTests {
     static let device = TelemetryDevice(model: "iPhone15,2", os: "26.1")
 
@@ -86,7 +86,7 @@ struct ClientHeightsTests {
         configuration.defaultPortraitHeight = 330
         let client = try KeyboardTelemetryClient(device: Self.device, configuration: configuration, transport: transport)
         client.start()  // begins GET /v1/heights, which will hang
-        #expect(await ClientFixtures.eventually(60) { transport.requestsStarted == 1 })
+        #expect(await ClientFixtures.eventually("transport.requestsStarted == 1") { transport.requestsStarted == 1 })
 
         let started = Date()
         var answers: [KeyboardHeightEstimate] = []

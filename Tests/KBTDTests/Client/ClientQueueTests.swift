@@ -3,10 +3,10 @@ import KeyboardTelemetryClient
 import Testing
 
 /// The bounded on-disk queue: it survives the app, and past its cap it drops the oldest batches.
-@Suite("KeyboardTelemetryClient on-disk queue")
+@Suite("KeyboardTelemetryClient on-disk queue", .ownThreads, .timeLimit(.minutes(10)))
 struct ClientQueueTests {
     @Test func aNewClientOnTheSameDirectoryDeliversWhatTheOldOneQueued() async throws {
-        let (daemon, port) = ClientFixtures.daemonOnFixedPort()
+        let (daemon, port) = try ClientFixtures.stoppedDaemonKeepingItsPort()
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
 
@@ -16,7 +16,7 @@ struct ClientQueueTests {
         let first = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration)
         first.start()
         for i in 0..<25 { first.record(ClientFixtures.show(i)) }
-        #expect(await ClientFixtures.eventually(60) { first.counters.failedAttempts >= 1 })
+        #expect(await ClientFixtures.eventually("first.counters.failedAttempts >= 1") { first.counters.failedAttempts >= 1 })
         await first.shutdown()
         #expect(first.counters.batchesQueued == 3, "shutdown seals and persists the pending samples")
         #expect(first.counters.batchesAcknowledged == 0)
@@ -37,7 +37,7 @@ struct ClientQueueTests {
     @Test func pastTheCapTheOldestBatchesAreDroppedAndCounted() async throws {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (daemon, port) = ClientFixtures.daemonOnFixedPort()
+        let (daemon, port) = try ClientFixtures.stoppedDaemonKeepingItsPort()
         // The manual clock holds the client in its first backoff until the test moves it.
         let clock = ManualClock()
         var configuration = ClientFixtures.configuration(port: port, directory: directory)
@@ -53,7 +53,7 @@ struct ClientQueueTests {
             for i in 0..<k { client.record(ClientFixtures.show(i)) }
             await client.flush()
             if k == 1 {
-                #expect(await ClientFixtures.eventually(60) { client.counters.failedAttempts == 1 })
+                #expect(await ClientFixtures.eventually("client.counters.failedAttempts == 1") { client.counters.failedAttempts == 1 })
             }
         }
         #expect(await client.queuedBatchCount() == 3)

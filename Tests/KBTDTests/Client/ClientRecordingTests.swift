@@ -4,7 +4,7 @@ import KeyboardTelemetryClient
 import Testing
 
 /// Recording and encoding: what reaches kbtd is what the notification said.
-@Suite("KeyboardTelemetryClient recording and encoding", .ownThreads)
+@Suite("KeyboardTelemetryClient recording and encoding", .ownThreads, .timeLimit(.minutes(10)))
 struct ClientRecordingTests {
     @Test(arguments: [0, 1, 100, 70_000])
     func gzipRoundTripsThroughKbtdsStrictInflater(size: Int) throws {

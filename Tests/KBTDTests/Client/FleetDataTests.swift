@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `kbtd-fleet` finds the repository's height tables with no flags, from any working directory.
-@Suite("kbtd-fleet finds data/ without flags", .ownThreads)
+@Suite("kbtd-fleet finds data/ without flags", .ownThreads, .timeLimit(.minutes(10)))
 struct FleetDataTests {
     @Test func runsWithNoDataFlagFromAnEmptyWorkingDirectory() async throws {
         let daemon = try TestDaemon().start()

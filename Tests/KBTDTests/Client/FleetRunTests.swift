@@ -3,7 +3,7 @@ import KBTDCore
 import Testing
 
 /// The built `kbtd-fleet` binary against the live daemon.
-@Suite("kbtd-fleet against the live daemon", .ownThreads)
+@Suite("kbtd-fleet against the live daemon", .ownThreads, .timeLimit(.minutes(10)))
 struct FleetRunTests {
     /// `kbtd-fleet` is built beside `kbtd`.
     static let binary = URL(fileURLWithPath: TestPaths.kbtdBinary).deletingLastPathComponent().appendingPathComponent("kbtd-fleet").path

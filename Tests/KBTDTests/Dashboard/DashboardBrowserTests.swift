@@ -5,7 +5,7 @@ import Testing
 /// Debian's headless Chromium loads `/dashboard` from a live daemon fed by
 /// `kbtd-fleet`; what it drew is checked against the database (sqlite3),
 /// `GET /v1/height` and `kbtd stats`.
-@Suite("Dashboard in a real browser", .ownThreads)
+@Suite("Dashboard in a real browser", .ownThreads, .timeLimit(.minutes(10)))
 struct DashboardBrowserTests {
     static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
 

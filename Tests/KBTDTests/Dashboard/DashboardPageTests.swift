@@ -4,7 +4,7 @@ import KBTDReport
 import Testing
 
 /// The page builder alone: counts in, HTML out, no daemon.
-@Suite("Dashboard page (pure rendering)", .ownThreads)
+@Suite("Dashboard page (pure rendering)", .ownThreads, .timeLimit(.minutes(10)))
 struct DashboardPageTests {
     static let series = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
 

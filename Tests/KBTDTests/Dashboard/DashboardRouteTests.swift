@@ -4,7 +4,7 @@ import KBTDReport
 import Testing
 
 /// `GET /dashboard`, `kbtd report --html` and 405 on the live daemon.
-@Suite("Dashboard route, report command and 405", .ownThreads)
+@Suite("Dashboard route, report command and 405", .ownThreads, .timeLimit(.minutes(10)))
 struct DashboardRouteTests {
     /// Batches from two sources (trusted loopback) for one key, with cold starts, then a few height questions.
     static func feed(_ daemon: InProcessApp) async throws {

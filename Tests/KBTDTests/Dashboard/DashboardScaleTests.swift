@@ -7,7 +7,7 @@ import Testing
 /// The dashboard's bounded read: the stores' aggregating queries give what the
 /// counts in memory give, and at 500,000 keys the page and `kbtd report`
 /// are drawn in bounded memory (issue 22, item 3).
-@Suite("Dashboard at scale: bounded reads", .ownThreads, .serialized)
+@Suite("Dashboard at scale: bounded reads", .ownThreads, .timeLimit(.minutes(10)), .serialized)
 struct DashboardScaleTests {
     /// Keys of varied shape, with ties on purpose: 8 models (one with 30 languages, more panels than
     /// drawn), two OS majors, floating frames, keys with one kind of cold start only, 12 durations and

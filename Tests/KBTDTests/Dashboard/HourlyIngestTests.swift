@@ -5,7 +5,7 @@ import Testing
 
 /// The `hourly_ingest` table (migration 5): counts per UTC hour of stored
 /// batches, never of retries, pruned with the batch ids.
-@Suite("Hourly ingest counts in the store", .ownThreads)
+@Suite("Hourly ingest counts in the store", .ownThreads, .timeLimit(.minutes(10)))
 struct HourlyIngestTests {
     static func batch(_ id: String, at receivedAt: Int64, accepted: Int, rejected: Int = 0) -> PendingBatch {
         PendingBatch(batchID: id, receivedAt: receivedAt, model: "iPhone17,1", os: "26.1", accepted: accepted, rejected: rejected,

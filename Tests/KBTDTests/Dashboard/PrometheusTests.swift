@@ -3,9 +3,9 @@ import KBTDCore
 import Testing
 
 /// contrib/prometheus against the real thing: `promtool` checks the rules,
-/// and Debian's Prometheus scrapes a live kbtd (loopback, a free port, a
+/// and Debian's Prometheus scrapes a live kbtd (loopback, a port from ToolPorts, a
 /// temporary directory) with those rules loaded.
-@Suite("Prometheus scrapes kbtd", .ownThreads)
+@Suite("Prometheus scrapes kbtd", .ownThreads, .timeLimit(.minutes(10)))
 struct PrometheusTests {
     static let rules = TestPaths.repositoryRoot.appendingPathComponent("contrib/prometheus/kbtd-rules.yml").path
     static let installed = FileManager.default.isExecutableFile(atPath: "/usr/bin/prometheus")
@@ -41,34 +41,36 @@ struct PrometheusTests {
               - job_name: kbtd
                 static_configs: [{targets: ["127.0.0.1:\(daemon.port)"]}]
             """.write(to: config, atomically: true, encoding: .utf8)
-        let port = freePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/prometheus")
-        process.arguments = ["--config.file=\(config.path)", "--storage.tsdb.path=\(directory.appendingPathComponent("data").path)",
-                             "--web.listen-address=127.0.0.1:\(port)", "--log.level=warn"]
-        let log = directory.appendingPathComponent("prometheus.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let logHandle = try FileHandle(forWritingTo: log)
-        process.standardOutput = logHandle
-        process.standardError = logHandle
-        try process.run()
-        defer {
-            process.terminate()
-            process.waitUntilExit()
-            try? logHandle.close()
+        let log = directory.appendingPathComponent("prometheus.log").path
+        // Prometheus cannot listen on port 0 and say which port it got: ToolPorts retries a start whose port was taken.
+        let (port, process) = try ToolPorts.start(1, "Prometheus") { ports in
+            let process = try SpawnedProcess("/usr/bin/prometheus", [
+                "--config.file=\(config.path)", "--storage.tsdb.path=\(directory.appendingPathComponent("data").path)",
+                "--web.listen-address=127.0.0.1:\(ports[0])", "--log.level=info"], stderr: log)
+            let text = { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+            do {
+                try waitForChange(of: log, "Prometheus to say it is ready", stop: process.exited, detail: text) {
+                    text().contains("Server is ready to receive web requests")
+                }
+            } catch {
+                process.terminate()
+                if ToolPorts.saysAddressInUse(text()) { throw PortTaken(description: text()) }
+                throw error
+            }
+            return (ports[0], process)
         }
+        defer { process.terminate() }
 
-        // Wait (up to 60 s) for a scrape that saw kbtd up, and for the rules to have been evaluated.
+        // Wait (up to 60 s) for a scrape that saw kbtd up, and for the rules to have been evaluated
+        // (Prometheus's state, asked again until it holds; the wait ends if Prometheus exits).
         var up: JSONValue?, capacity: JSONValue?, recorded: JSONValue?
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
+        try? waitUntil("Prometheus to have scraped kbtd up and evaluated the rules", pace: process.exited) {
             up = try? Self.query(port, "up{job=\"kbtd\"}")?["data"]?["result"]?.array?.first
             capacity = try? Self.query(port, "kbtd_write_queue_capacity")?["data"]?["result"]?.array?.first
             recorded = try? Self.query(port, "instance:kbtd_write_queue:utilisation")?["data"]?["result"]?.array?.first
-            if up?["value"]?.array?.last == .string("1"), capacity != nil, recorded != nil { break }
-            try await Task.sleep(for: .milliseconds(250))
+            return up?["value"]?.array?.last == .string("1") && capacity != nil && recorded != nil
         }
-        let prometheusLog = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        let prometheusLog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(up?["value"]?.array?.last == .string("1"), "kbtd not scraped up; prometheus log:\n\(prometheusLog)")
         #expect(capacity?["value"]?.array?.last == .string("1024"), "the default write_queue_capacity")
         #expect(recorded?["metric"]?["instance"] == .string("127.0.0.1:\(daemon.port)"))

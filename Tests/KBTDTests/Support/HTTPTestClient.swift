@@ -165,15 +165,22 @@ final class HTTPTestConnection {
 
     /// True when the peer has closed the connection (reads EOF within `seconds`).
     func isClosedByPeer(within seconds: Int) -> Bool {
-        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        isClosedByPeer(until: Deadline(Double(seconds), for: "the peer to close the connection"))
+    }
+
+    /// Reads (and drops) whatever the peer sends until it closes; false at the deadline.
+    /// `cap` (milliseconds) ends the wait early, for a caller that acts between reads.
+    func isClosedByPeer(until deadline: Deadline, cap: Int32? = nil) -> Bool {
         var bytes = [UInt8](repeating: 0, count: 4096)
-        let deadline = Date().addingTimeInterval(Double(seconds))
-        while Date() < deadline {
+        while !deadline.hasPassed {
+            guard !waitReadable([fd], until: deadline, cap: cap).isEmpty else {
+                if cap != nil { return false }
+                continue
+            }
             // A final answer (say a 400) may come first: read past it to the close.
-            let received = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            let received = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if received == 0 { return true }
-            if received < 0 { return errno == ECONNRESET || errno == EPIPE }
+            if received < 0 && errno != EAGAIN && errno != EINTR { return errno == ECONNRESET || errno == EPIPE }
         }
         return false
     }

@@ -10,12 +10,15 @@ import Glibc
 /// to stop reaping (zombies, `waitUntilExit` never returning). The child gets
 /// an empty signal mask and default handlers, whatever the test runner's
 /// threads block, so SIGTERM stops it.
-final class SpawnedProcess: @unchecked Sendable {  // pid is set once in init; `reap` runs on the owning test's thread
+final class SpawnedProcess: @unchecked Sendable {  // pid is set once in init; `status` is written before `exited` fires
     let pid: pid_t
     private var status: Int32?
+    /// Fired when the child has exited and been reaped (by a thread blocked in waitpid for it alone).
+    let exited = OnceEvent()
 
-    /// stdin is /dev/null; stdout and stderr go to the given files (nil: /dev/null).
-    init(_ executable: String, _ arguments: [String], stdout: String? = nil, stderr: String? = nil) throws {
+    /// stdin is /dev/null; stdout and stderr go to the given files (nil: /dev/null); the environment is the test's unless given.
+    init(_ executable: String, _ arguments: [String], stdout: String? = nil, stderr: String? = nil,
+         environment: [String: String]? = nil) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -33,73 +36,72 @@ final class SpawnedProcess: @unchecked Sendable {  // pid is set once in init; `
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { envp?.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        let spawned = envp.map { posix_spawn(&pid, executable, &actions, &attributes, argv, $0) }
+            ?? posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
         guard spawned == 0 else { throw HTTPTestError(description: "cannot run \(executable): error \(spawned)") }
         self.pid = pid
+        // The reaper: a thread of its own blocked in waitpid for this child only, so the exit is
+        // an event (`exited`) rather than something polled for.
+        let child = pid
+        let reaper = Thread { [self] in
+            var raw: Int32 = 0
+            while waitpid(child, &raw, 0) == -1 && errno == EINTR {}
+            status = raw
+            exited.fire()
+        }
+        reaper.name = "kbtd-test-reaper-\(child)"
+        reaper.start()
     }
 
     deinit { terminate() }
 
     /// The exit code (128 + signal when killed), once it has exited; nil while it runs.
     func exitCode() -> Int32? {
-        if status == nil {
-            var raw: Int32 = 0
-            if waitpid(pid, &raw, WNOHANG) == pid { status = raw }
-        }
+        guard exited.hasFired, let status else { return nil }
         // WIFEXITED/WEXITSTATUS are macros: the code is in bits 8-15 when the low 7 bits are 0.
-        return status.map { $0 & 0x7f == 0 ? ($0 >> 8) & 0xff : 128 + ($0 & 0x7f) }
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
-    /// Waits up to `seconds` for the exit; then SIGKILL. Returns the exit code.
+    /// Waits up to `seconds` for the exit event; then SIGKILL. Returns the exit code.
     @discardableResult
     func wait(seconds: Double) -> Int32 {
-        let deadline = Date().addingTimeInterval(seconds)
-        while exitCode() == nil {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                var raw: Int32 = 0
-                waitpid(pid, &raw, 0)
-                status = raw
-                break
-            }
-            usleep(10_000)
+        if !exited.wait(until: Deadline(seconds, for: "process \(pid) to exit")) {
+            kill(pid, SIGKILL)
+            _ = exited.wait(until: Deadline(60, for: "process \(pid) to exit after SIGKILL"))
         }
         return exitCode() ?? -1
     }
 
     /// Waits up to `seconds` for the exit (then SIGKILL): the exit code and the child's peak
-    /// resident memory in MiB, the largest `VmHWM` read from /proc while it ran (every 10 ms).
-    /// Not wait4's `ru_maxrss`: Linux carries the spawning process's own peak into the child's
-    /// at exec, so a child of a large test process would report the test's memory.
+    /// resident memory in MiB, the largest `VmHWM` read from /proc while it ran (sampled every
+    /// 10 ms, and the wait ends on the exit event). Not wait4's `ru_maxrss`: Linux carries the
+    /// spawning process's own peak into the child's at exec, so a child of a large test process
+    /// would report the test's memory.
     func waitForPeakMemory(seconds: Double) -> (code: Int32, peakMiB: Double) {
-        let deadline = Date().addingTimeInterval(seconds)
-        var raw: Int32 = 0
+        let deadline = Deadline(seconds, for: "process \(pid) to exit")
         var peakKiB = 0.0
-        func readPeak() {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-                  let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                  let kib = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else { return }
-            peakKiB = max(peakKiB, kib)
-        }
-        while status == nil {
-            readPeak()
-            if waitpid(pid, &raw, WNOHANG) == pid {
-                status = raw
-            } else if Date() > deadline {
-                kill(pid, SIGKILL)
-                if waitpid(pid, &raw, 0) == pid { status = raw }
-                break
-            } else {
-                usleep(10_000)
+        while !exited.hasFired {
+            if let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+               let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+               let kib = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
+                peakKiB = max(peakKiB, kib)
             }
+            if deadline.hasPassed {
+                kill(pid, SIGKILL)
+                _ = exited.wait(until: Deadline(60, for: "process \(pid) to exit after SIGKILL"))
+                break
+            }
+            waitReadable([exited.readEnd], until: deadline, cap: 10)  // the next sample, or the exit
         }
         return (exitCode() ?? -1, peakKiB / 1024)
     }
 
     /// SIGTERM, five seconds, then SIGKILL; reaped either way.
     func terminate() {
-        guard exitCode() == nil else { return }
+        guard !exited.hasFired else { return }
         kill(pid, SIGTERM)
         wait(seconds: 5)
     }

@@ -36,31 +36,50 @@ struct CommandResult {
 }
 
 /// A command still running after `timeout` seconds is killed (SIGKILL), so a hang fails its test instead of stalling the run.
+/// Output goes through files and the exit is an event (a termination handler), not a poll.
 func runKBTD(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 300) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: TestPaths.kbtdBinary)
-    process.arguments = arguments
     var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KBTD_") }
     env.merge(environment) { $1 }
-    process.environment = env
-    let out = Pipe(), err = Pipe()
+    return try runToEnd(TestPaths.kbtdBinary, arguments, environment: env, timeout: timeout)
+}
+
+/// Runs a program to its end with Foundation's Process, stdout and stderr through files; SIGKILL after `timeout`.
+/// Blocks its thread until the exit event: for `.ownThreads` suites (async code uses `runProgram`).
+func runToEnd(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+              directory workingDirectory: URL? = nil, timeout: Double) throws -> CommandResult {
+    let directory = TestPaths.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let outPath = directory.appendingPathComponent("stdout"), errPath = directory.appendingPathComponent("stderr")
+    _ = FileManager.default.createFile(atPath: outPath.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath.path, contents: nil)
+    let out = try FileHandle(forWritingTo: outPath), err = try FileHandle(forWritingTo: errPath)
+    defer { try? out.close(); try? err.close() }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    if let workingDirectory { process.currentDirectoryURL = workingDirectory }
+    process.standardInput = FileHandle.nullDevice
     process.standardOutput = out
     process.standardError = err
+    let exited = OnceEvent()
+    process.terminationHandler = { _ in exited.fire() }
     try process.run()
-    let pid = process.processIdentifier
-    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    watchdog.cancel()
-    return CommandResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                         stderr: String(decoding: stderr, as: UTF8.self))
+    if !exited.wait(until: Deadline(timeout, for: "\(executable) to exit")) {
+        kill(process.processIdentifier, SIGKILL)
+        _ = exited.wait(until: Deadline(60, for: "\(executable) to exit after SIGKILL"))
+    }
+    process.waitUntilExit()  // returns at once: the termination handler ran
+    return CommandResult(status: process.terminationStatus,
+                         stdout: (try? String(contentsOf: outPath, encoding: .utf8)) ?? "",
+                         stderr: (try? String(contentsOf: errPath, encoding: .utf8)) ?? "")
 }
 
 /// The real daemon on a real socket with a real SQLite file in a temporary
-/// directory. `start()` waits for the "kbtd ready" log line and learns the
-/// port the kernel gave `127.0.0.1:0`.
+/// directory. `start()` returns when the daemon says it is ready (`READY=1` on a
+/// notify socket the test listens on, as systemd would), and reads the port the
+/// kernel gave `127.0.0.1:0` from its "listening on" line. The exit is an event
+/// (the process's termination handler), so no wait polls.
 // Unchecked: start/stop/kill run on the test's own thread; concurrent workers only read `port`.
 final class TestDaemon: @unchecked Sendable {
     let directory: URL
@@ -68,63 +87,107 @@ final class TestDaemon: @unchecked Sendable {
     let unixSocket: String
     var extraArguments: [String]
     var environment: [String: String]
+    /// Restarts listen on the port the first run reported (SO_REUSEADDR), so a client keeps its URL.
+    /// The port was the kernel's choice for port 0; while the daemon is down another process can
+    /// only take it by binding port 0 and being given that very port (no test binds a fixed port).
+    let keepsPort: Bool
     private(set) var process: Process?
     private(set) var port = 0
     private(set) var logPath: String
     private var runs = 0
+    /// Fired by the current run's termination handler.
+    private var exited = OnceEvent()
 
-    init(database: String? = nil, extraArguments: [String] = [], environment: [String: String] = [:]) {
+    init(database: String? = nil, extraArguments: [String] = [], environment: [String: String] = [:], keepsPort: Bool = false) {
         directory = TestPaths.temporaryDirectory()
         self.database = database ?? directory.appendingPathComponent("kbtd.sqlite").path
         unixSocket = directory.appendingPathComponent("kbtd.sock").path
         logPath = directory.appendingPathComponent("kbtd-0.log").path
         self.extraArguments = extraArguments
         self.environment = environment
+        self.keepsPort = keepsPort
     }
 
     deinit {
-        if let process, process.isRunning {
+        if let process, !exited.hasFired {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            _ = exited.wait(until: Deadline(60, for: "kbtd to exit after SIGKILL"))
         }
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// The address of the current run's TCP listener: port 0 on the first run (or always, unless `keepsPort`).
+    private var listenAddress: String {
+        keepsPort && port != 0 ? "127.0.0.1:\(port)" : "127.0.0.1:0"
+    }
+
+    /// Runs the daemon and returns once it says it is ready (`launch`, then `awaitReady`).
     @discardableResult
     func start() throws -> TestDaemon {
+        try launch()
+        return try awaitReady()
+    }
+
+    /// The current run's notify socket (nil when the test passes its own NOTIFY_SOCKET).
+    private var notify: NotifyListener?
+
+    /// Runs the daemon without waiting for it (a test that acts while it starts up); `awaitReady` follows.
+    func launch() throws {
         runs += 1
         logPath = directory.appendingPathComponent("kbtd-\(runs).log").path
         if !FileManager.default.fileExists(atPath: logPath) {
             _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         }
+        // The daemon says READY=1 on NOTIFY_SOCKET once every listener accepts; a test that
+        // plays systemd itself passes its own NOTIFY_SOCKET, and readiness is then its log line.
+        notify = environment["NOTIFY_SOCKET"] == nil
+            ? try NotifyListener(path: directory.appendingPathComponent("notify-\(runs).sock").path) : nil
         let process = Process()
         // The shell opens the log: the test process holds no file handle whose
         // lifetime (and close) could race with sockets opened on other threads.
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", "umask ${KBTD_TEST_UMASK:-022}; exec \"$0\" \"$@\" >>\"$KBTD_TEST_LOG\" 2>&1", TestPaths.kbtdBinary,
-                             "serve", "--listen", "127.0.0.1:0", "--unix", unixSocket, "--database", database] + extraArguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KBTD_") }
+                             "serve", "--listen", listenAddress, "--unix", unixSocket, "--database", database] + extraArguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KBTD_") && $0.key != "NOTIFY_SOCKET" }
         env.merge(environment) { $1 }
         env["KBTD_TEST_LOG"] = logPath
+        if let notify { env["NOTIFY_SOCKET"] = notify.name }
         process.environment = env
         process.currentDirectoryURL = directory
+        let exited = OnceEvent()
+        process.terminationHandler = { _ in exited.fire() }
+        self.exited = exited
         try process.run()
         self.process = process
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            let text = log_()
-            if text.contains("kbtd ready") {
-                for line in text.split(separator: "\n") where line.contains("listening on 127.0.0.1:") && !line.contains("(PROXY protocol)") {
-                    port = Int(line.split(separator: ":").last!.prefix(while: \.isNumber)) ?? 0
+    }
+
+    /// Returns once the launched daemon says it is ready; reads its TCP port from its log.
+    @discardableResult
+    func awaitReady() throws -> TestDaemon {
+        guard let process else { throw HTTPTestError(description: "kbtd was not launched") }
+        defer { notify = nil }  // closed: later STATUS= datagrams find no socket and are dropped
+        let deadline = Deadline(60, for: "kbtd to be ready (run \(runs))")
+        if let notify {
+            while true {
+                if let message = notify.receive(until: deadline, or: exited), message.split(separator: "\n").contains("READY=1") { break }
+                if exited.hasFired {
+                    process.waitUntilExit()
+                    throw HTTPTestError(description: "kbtd exited with \(process.terminationStatus) before ready:\n\(log_())")
                 }
-                return self
+                if deadline.hasPassed { throw HTTPTestError(description: deadline.failure(log_()).description) }
             }
-            guard process.isRunning else {
-                throw HTTPTestError(description: "kbtd exited with \(process.terminationStatus) before ready:\n\(text)")
+        } else {
+            do {
+                try waitForChange(of: logPath, "kbtd ready", seconds: 60, stop: exited, detail: log_) { log_().contains("kbtd ready") }
+            } catch {
+                throw HTTPTestError(description: "\(error)")
             }
-            usleep(20_000)
         }
-        throw HTTPTestError(description: "kbtd not ready after 60 s:\n\(log_())")
+        // The log is written synchronously before readiness: the "listening on" lines are there.
+        for line in log_().split(separator: "\n") where line.contains("listening on 127.0.0.1:") && !line.contains("(PROXY protocol)") {
+            port = Int(line.split(separator: ":").last!.prefix(while: \.isNumber)) ?? 0
+        }
+        return self
     }
 
     /// Everything the current run logged.
@@ -139,40 +202,37 @@ final class TestDaemon: @unchecked Sendable {
     @discardableResult
     func stop(seconds: Double = 90) -> Int32 {
         guard let process else { return -1 }
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        if !exited.hasFired { kill(process.processIdentifier, SIGTERM) }
         return waitForExit(seconds: seconds)
     }
 
     /// What `stop` and `waitForExit` return for a daemon that did not exit in time.
     static let hung: Int32 = -99
 
-    /// Waits for the process to exit; returns its status, or `Self.hung` after
+    /// Waits for the process's exit event; returns its status, or `Self.hung` after
     /// `seconds` (the process is then killed, after its threads' stacks are
     /// printed when gdb is installed).
     func waitForExit(seconds: Double = 90) -> Int32 {
         guard let process else { return -1 }
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
         self.process = nil
-        guard !process.isRunning else {
+        guard exited.wait(until: Deadline(seconds, for: "kbtd to exit")) else {
             Self.dumpStacks(of: process.processIdentifier)
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            _ = exited.wait(until: Deadline(60, for: "kbtd to exit after SIGKILL"))
             return Self.hung
         }
-        process.waitUntilExit()
+        process.waitUntilExit()  // returns at once: the termination handler ran
         return process.terminationStatus
     }
+
+    /// True once the current run has exited (its termination handler ran).
+    var hasExited: Bool { exited.hasFired }
 
     /// Prints every thread's backtrace of `pid` to the test run's stderr (for a hang's diagnosis); needs gdb.
     static func dumpStacks(of pid: Int32) {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gdb") else { return }
-        let gdb = Process()
-        gdb.executableURL = URL(fileURLWithPath: "/bin/sh")
-        gdb.arguments = ["-c", "echo \"== kbtd $0 did not exit in time; its threads:\" >&2; "
-                         + "timeout 60 gdb -p \"$0\" -batch -ex 'thread apply all bt 30' >&2 2>&1", "\(pid)"]
-        try? gdb.run()
-        gdb.waitUntilExit()
+        _ = try? runToEnd("/bin/sh", ["-c", "echo \"== kbtd $0 did not exit in time; its threads:\" >&2; "
+                                      + "timeout 60 gdb -p \"$0\" -batch -ex 'thread apply all bt 30' >&2 2>&1", "\(pid)"], timeout: 90)
     }
 
     /// Sends a signal without waiting.
@@ -180,16 +240,25 @@ final class TestDaemon: @unchecked Sendable {
         if let process { kill(process.processIdentifier, number) }
     }
 
-    /// Waits until the current run's log contains `text` (`occurrences` times), for at most `seconds`.
+    /// Waits until the current run's log contains `text` (`occurrences` times), re-reading the log
+    /// each time it is written (inotify), for at most `seconds`; false when it never did or the daemon exited first.
     func waitForLog(_ text: String, occurrences: Int = 1, seconds: Double = 60) -> Bool {
-        eventually(seconds: seconds) { log_().components(separatedBy: text).count - 1 >= occurrences }
+        (try? waitForChange(of: logPath, "\(occurrences)× \"\(text)\" in kbtd's log", seconds: seconds, stop: exited) {
+            log_().components(separatedBy: text).count - 1 >= occurrences
+        }) != nil
+    }
+
+    /// Re-asks `condition` of the running daemon until it holds; throws naming `what` at the
+    /// deadline, or at once when the daemon exits (see `waitUntil`).
+    func until(_ what: String, seconds: Double = 60, _ condition: () throws -> Bool) throws {
+        try waitUntil(what, seconds: seconds, pace: exited, detail: { log_() }, condition)
     }
 
     /// SIGKILL: no chance to flush anything.
     func kill9() {
         guard let process else { return }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        _ = exited.wait(until: Deadline(60, for: "kbtd to exit after SIGKILL"))
         self.process = nil
     }
 

@@ -28,11 +28,28 @@ final class TestNginx {
     let httpsPort: Int?
     private let process: SpawnedProcess
 
-    init(directory: URL, upstream: Int, proxyProtocolUpstream: Int, tls: TestCertificates? = nil) throws {
+    /// Starts nginx on ports the kernel chose (ToolPorts: a start that finds one taken is retried whole).
+    convenience init(directory: URL, upstream: Int, proxyProtocolUpstream: Int, tls: TestCertificates? = nil) throws {
+        let (ports, process) = try ToolPorts.start(tls == nil ? 2 : 3, "nginx") { ports in
+            (ports, try Self.launch(directory: directory, ports: ports, upstream: upstream, proxyProtocolUpstream: proxyProtocolUpstream, tls: tls))
+        }
+        self.init(directory: directory, ports: ports, process: process)
+    }
+
+    private init(directory: URL, ports: [Int], process: SpawnedProcess) {
         self.directory = directory
-        httpPort = freePort()
-        streamPort = freePort()
-        httpsPort = tls == nil ? nil : freePort()
+        httpPort = ports[0]
+        streamPort = ports[1]
+        httpsPort = ports.count > 2 ? ports[2] : nil
+        self.process = process
+    }
+
+    /// Writes the configuration and runs nginx; returns once it listens on every port. nginx writes
+    /// its pid file after it has opened every listening socket: that file is the readiness event.
+    private static func launch(directory: URL, ports: [Int], upstream: Int, proxyProtocolUpstream: Int,
+                               tls: TestCertificates?) throws -> SpawnedProcess {
+        let (httpPort, streamPort) = (ports[0], ports[1])
+        let httpsPort: Int? = ports.count > 2 ? ports[2] : nil
         let path = directory.path
         let location = """
                     location / {
@@ -87,16 +104,20 @@ final class TestNginx {
             """
         let configPath = directory.appendingPathComponent("nginx.conf").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        process = try SpawnedProcess(Self.binary, ["-p", path, "-e", path + "/error.log", "-c", configPath])
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if (try? HTTPTestConnection(.tcp(host: "127.0.0.1", port: httpPort))) != nil,
-               (try? HTTPTestConnection(.tcp(host: "127.0.0.1", port: streamPort))) != nil { return }
-            guard process.exitCode() == nil else { break }
-            usleep(20_000)
+        let pidFile = path + "/nginx.pid"
+        try? FileManager.default.removeItem(atPath: pidFile)
+        let process = try SpawnedProcess(Self.binary, ["-p", path, "-e", path + "/error.log", "-c", configPath])
+        let errors = { (try? String(contentsOfFile: path + "/error.log", encoding: .utf8)) ?? "" }
+        do {
+            try waitForChange(of: path, "nginx's pid file (written once it listens)", seconds: 60, stop: process.exited, detail: errors) {
+                FileManager.default.fileExists(atPath: pidFile)
+            }
+        } catch {
+            process.terminate()
+            if ToolPorts.saysAddressInUse(errors()) { throw PortTaken(description: errors()) }
+            throw HTTPTestError(description: "nginx did not start: \(error)")
         }
-        let log = (try? String(contentsOfFile: path + "/error.log", encoding: .utf8)) ?? ""
-        throw HTTPTestError(description: "nginx did not start:\n\(log)")
+        return process
     }
 
     /// nginx runs until the test is done with it (SpawnedProcess stops it when released).

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// A throwaway PostgreSQL cluster for one test: `initdb` into a temporary
-/// directory, `pg_ctl start` on a free loopback port with its socket in that
+/// directory, `pg_ctl start` on a loopback port from `ToolPorts` with its socket in that
 /// directory, stopped (immediate) and removed by `deinit`. As root the server
 /// runs as the unprivileged `postgres` user, as Debian's own tools do.
 ///
@@ -27,7 +27,7 @@ final class TestPostgres: @unchecked Sendable {
 
     let directory: URL
     let dataDirectory: String
-    let port: Int
+    private(set) var port = 0
     /// Runs server commands as this user (nil: as ourselves, when not root).
     private let serverUser: String?
 
@@ -40,7 +40,6 @@ final class TestPostgres: @unchecked Sendable {
         guard let bin = Self.binaries else { throw HTTPTestError(description: "PostgreSQL is not installed") }
         directory = TestPaths.temporaryDirectory()
         dataDirectory = directory.appendingPathComponent("data").path
-        port = Self.freePort()
         serverUser = getuid() == 0 ? "postgres" : nil
         if serverUser != nil {
             // The server refuses to run as root, and its directories must belong to its user.
@@ -53,19 +52,27 @@ final class TestPostgres: @unchecked Sendable {
         let conf = """
 
             listen_addresses = '127.0.0.1'
-            port = \(port)
             unix_socket_directories = '\(directory.path)'
             max_connections = 60
             shared_buffers = 32MB
             logging_collector = off
             """
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dataDirectory + "/postgresql.conf"))
-        handle.seekToEndOfFile()
-        handle.write(Data(conf.utf8))
-        try handle.close()
-        try start()
+        try append(conf)
+        // The server binds the port itself: ToolPorts retries the start when it was taken meanwhile.
+        port = try ToolPorts.start(1, "PostgreSQL") { ports in
+            try append("\nport = \(ports[0])\n")  // the last `port` line wins
+            try start()
+            return ports[0]
+        }
         try psql("postgres", "CREATE ROLE kbtd LOGIN")
         try psql("postgres", "CREATE DATABASE kbtd OWNER kbtd")
+    }
+
+    private func append(_ text: String) throws {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dataDirectory + "/postgresql.conf"))
+        handle.seekToEndOfFile()
+        handle.write(Data(text.utf8))
+        try handle.close()
     }
 
     deinit {
@@ -84,6 +91,7 @@ final class TestPostgres: @unchecked Sendable {
             ?? Self.spawnAndWait(tool, arguments)
         guard status == 0 else {
             let log = (try? String(contentsOfFile: directory.path + "/server.log", encoding: .utf8)) ?? ""
+            if ToolPorts.saysAddressInUse(log) { throw PortTaken(description: log) }
             throw HTTPTestError(description: "pg_ctl start exited \(status):\n\(log)")
         }
     }
@@ -127,35 +135,10 @@ final class TestPostgres: @unchecked Sendable {
 
     @discardableResult
     static func run(_ tool: String, _ arguments: [String], capture: Bool = true) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = capture ? out : FileHandle.nullDevice
-        process.standardError = capture ? err : FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let stdout = capture ? out.fileHandleForReading.readDataToEndOfFile() : Data()
-        let stderr = capture ? err.fileHandleForReading.readDataToEndOfFile() : Data()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw HTTPTestError(description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): "
-                                + String(decoding: stderr, as: UTF8.self))
+        let result = try runToEnd(tool, arguments, timeout: 120)
+        guard result.status == 0 else {
+            throw HTTPTestError(description: "\(tool) \(arguments.joined(separator: " ")) exited \(result.status): " + result.stderr)
         }
-        return String(decoding: stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    /// A loopback port nothing listens on right now (the kernel's choice for port 0).
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -28,10 +28,12 @@ enum ClientFixtures {
                        timestamp: Date().addingTimeInterval(-Double(index)))
     }
 
-    /// A daemon that also listens on a fixed port, so a client keeps its URL across restarts.
-    static func daemonOnFixedPort(environment: [String: String] = [:]) -> (TestDaemon, port: Int) {
-        let port = freePort()
-        return (TestDaemon(extraArguments: ["--listen", "127.0.0.1:\(port)"], environment: environment), port)
+    /// A daemon that has run once (on the port the kernel gave it) and is stopped: a client pointed
+    /// at `port` first finds nothing listening, and `start()` brings the daemon back on that port.
+    static func stoppedDaemonKeepingItsPort(environment: [String: String] = [:]) throws -> (TestDaemon, port: Int) {
+        let daemon = try TestDaemon(environment: environment, keepsPort: true).start()
+        guard daemon.stop() == 0 else { throw HTTPTestError(description: "kbtd did not stop:\n\(daemon.log_())") }
+        return (daemon, daemon.port)
     }
 
     /// `kbtd stats`' total sample count.
@@ -39,16 +41,10 @@ enum ClientFixtures {
         Int(try daemon.stats()["samples"]?.double ?? -1)
     }
 
-    /// Polls `condition` every 20 ms until it holds or `seconds` pass. Timeouts are generous on purpose:
-    /// in the full suite, synchronous tests can hold both cooperative threads of a 2-core CI machine for
-    /// tens of seconds, and the client's background tasks wait with them. Passing runs return at once.
-    static func eventually(_ seconds: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(nanoseconds: 20_000_000)
-        }
-        return try await condition()
+    /// Asks `condition` of the client until it holds, for at most `seconds` (the async `waitUntil`:
+    /// no thread held between questions); false, with the awaited state named, when it never did.
+    static func eventually(_ what: String, _ seconds: Double = 60, _ condition: () async throws -> Bool) async -> Bool {
+        (try? await waitUntil(what, seconds: seconds, condition)) != nil
     }
 
     /// The `batch_id` inside a gzip batch body.

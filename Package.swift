@@ -96,13 +96,39 @@ let package = Package(
             "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
-        .testTarget(name: "KBTDTests", dependencies: [
-            "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
-            // The app answers in-process tests through its router (InProcessApp).
+        // Tests, one target per layer (CONTRIBUTING.md "Testing it"). Helpers every test target shares
+        // (the daemon, PostgreSQL, nginx, waits, batches, in-process app): `package` declarations.
+        .target(name: "KBTDTestSupport", dependencies: [
+            "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "KeyboardTelemetryClient",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ], path: "Tests/KBTDTestSupport", swiftSettings: strict),
+        // The domain, inflate and the reference oracle: pure, in parallel.
+        .testTarget(name: "KBTDCoreTests", dependencies: [
+            "KBTDTestSupport", "KBTDCore", "KBTDReference", "KBTDCompression",
+        ], swiftSettings: strict),
+        // The SQLite store (and the PostgreSQL schema's parity with it): a file in a temporary directory, no process.
+        .testTarget(name: "KBTDStoreTests", dependencies: [
+            "KBTDTestSupport", "KBTDCore", "KBTDStore", "KBTDPostgres",
+        ], swiftSettings: strict),
+        // Routes, middlewares and settings answered in-process (InProcessApp), channel handlers in a pipeline of their own.
+        .testTarget(name: "KBTDServerTests", dependencies: [
+            "KBTDTestSupport", "KBTDCore", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
-            // Channel handlers tested in a pipeline of their own (CachedAnswerTests).
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+        ], swiftSettings: strict),
+        // Everything that needs a process (kbtd, kbtd-fleet, kbtd-fuzz) or a server (PostgreSQL, nginx,
+        // Prometheus, a browser), and the client library against a live daemon.
+        .testTarget(name: "KBTDIntegrationTests", dependencies: [
+            "KBTDTestSupport", "KBTDCore", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         ], swiftSettings: strict),

@@ -1,6 +1,7 @@
 # Helpers shared by the benchmark scripts (sourced, not run).
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# Ports, kbtd's start and bounded waits: lib/daemon.sh (start_kbtd, wait_until, kernel_port, with_port_retry).
+source "$(dirname "${BASH_SOURCE[0]}")/daemon.sh"
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # wrk prints latencies as 812.00us, 1.93ms or 1.02s: in ms.
 to_ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us$/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v*=1000}; printf "%.3f\n", v}'; }

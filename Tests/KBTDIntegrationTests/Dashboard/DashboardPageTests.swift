@@ -1,0 +1,110 @@
+import Foundation
+import KBTDCore
+import KBTDReport
+import Testing
+
+/// The page builder alone: counts in, HTML out, no daemon.
+@Suite("Dashboard page (pure rendering)", .ownThreads, .timeLimit(.minutes(10)))
+struct DashboardPageTests {
+    static let series = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+
+    static func counts() -> AggregateDelta {
+        var counts = AggregateDelta()
+        for (height, n) in [(346.0, 30), (302.0, 5), (346.5, 2)] {
+            counts.heights[HeightCountKey(series: series, placement: .docked, halfPoints: HeightBin.halfPoints(height))] = Int64(n)
+        }
+        // A floating frame never shows in the docked histogram.
+        counts.heights[HeightCountKey(series: series, placement: .floating, halfPoints: HeightBin.halfPoints(120))] = 4
+        counts.animations[AnimationCountKey(series: series, event: .show, bin: AnimationBin(durationMs: 250, curve: 7))] = 37
+        counts.coldStarts[ColdStartCountKey(series: series, preloaded: false, bucket: LogBucket.index(600))] = 10
+        counts.coldStarts[ColdStartCountKey(series: series, preloaded: true, bucket: LogBucket.index(40))] = 10
+        return counts
+    }
+
+    static func input(filter: DashboardFilter = DashboardFilter(), live: Bool = true) -> DashboardInput {
+        let counts = counts()
+        var index = HeightIndex()
+        index.apply(counts)
+        let estimator = HeightEstimator()
+        return DashboardInput(counts: counts, hourly: [HourlyIngest(hour: 1_763_719_200, batches: 3, samples: 37, rejected: 1)],
+                              answersByBasis: BasisCounts(counts: [.modelOSLanguage: 3, .default: 1], since: 1_763_700_000),
+                              filter: filter, minSamples: 20, generatedAt: 1_763_720_000, live: live,
+                              estimate: { estimator.estimate($0, in: index) })
+    }
+
+    @Test func drawsOneBarPerDockedBinAndMarksTheEstimate() {
+        let html = DashboardPage.render(Self.input())
+        let bars = htmlTags(html, "<rect class=\"bar\"")
+        #expect(bars.map { $0["data-bin"] } == ["302.0", "346.0", "346.5"])
+        #expect(bars.map { $0["data-count"] } == ["5", "30", "2"])
+        let estimate = htmlTags(html, "<g class=\"estimate\"").first
+        // The estimator's own answer for the key (the defaults need 3 sources; one trusted source suffices).
+        let expected = HeightEstimator().estimate(HeightQuery(model: "iPhone17,1", language: "ja-JP"), in: {
+            var index = HeightIndex()
+            index.apply(Self.counts())
+            return index
+        }())
+        #expect(estimate?["data-height"] == "\(expected.height)" && estimate?["data-basis"] == expected.basis.rawValue)
+    }
+
+    @Test func everyChartIsThere() {
+        let html = DashboardPage.render(Self.input())
+        for id in ["filters", "heights", "basis", "coldstart", "animation", "hourly", "thin"] {
+            #expect(html.contains("<section id=\"\(id)\""), "section \(id)")
+        }
+        #expect(htmlTags(html, "<rect class=\"basis\"").map { $0["data-count"] } == ["3", "0", "0", "0", "0", "1"])
+        #expect(htmlTags(html, "<rect class=\"hour\"").first?["data-samples"] == "37")
+        let saving = htmlTags(html, "<p class=\"saving\"").first
+        let p50 = LogBucket.value(LogBucket.index(600)) - LogBucket.value(LogBucket.index(40))
+        #expect(saving?["data-p50-saving"] == "\(p50)")
+        #expect(htmlTags(html, "<tr class=\"thin-key\"").first?["data-docked"] == "37")
+    }
+
+    @Test func selfContainedAndAllowedByItsPolicy() throws {
+        let html = DashboardPage.render(Self.input())
+        #expect(!html.contains("<script") && !html.contains("http://") && !html.contains("https://") && !html.contains("url("))
+        // The one <style> element's SHA-256 (computed by coreutils) is what the policy allows.
+        let style = try #require(html.components(separatedBy: "<style>").dropFirst().first?.components(separatedBy: "</style>").first)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data(style.utf8))
+        try input.fileHandleForWriting.close()
+        let hex = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(64)
+        process.waitUntilExit()
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            bytes.append(UInt8(hex[index..<next], radix: 16)!)
+            index = next
+        }
+        #expect(DashboardPage.contentSecurityPolicy.contains("style-src 'sha256-\(Data(bytes).base64EncodedString())'"))
+        #expect(DashboardPage.contentSecurityPolicy.hasPrefix("default-src 'none'"))
+    }
+
+    @Test func filtersNarrowTheDataAndTheReportHasNoForm() {
+        let other = DashboardPage.render(Self.input(filter: DashboardFilter(language: "en-US")))
+        #expect(htmlTags(other, "<rect class=\"bar\"").isEmpty && other.contains("No docked heights for this filter"))
+        let report = DashboardPage.render(Self.input(live: false))
+        #expect(!report.contains("<form") && report.contains("written by kbtd report"))
+    }
+
+    @Test func badFilterValuesNameTheirField() throws {
+        func parse(_ values: [String: String]) throws(FieldError) -> DashboardFilter { try DashboardFilter.parse { values[$0] } }
+        #expect(try parse(["model": "iPhone17,1", "os": "26.1", "language": "ja-JP"])
+            == DashboardFilter(model: "iPhone17,1", osMajor: 26, language: "ja-JP"))
+        #expect(try parse(["model": "", "os": ""]) == DashboardFilter())
+        for (field, value) in [("model", "<script>"), ("os", "twenty"), ("language", "ja JP")] {
+            do {
+                _ = try parse([field: value])
+                Issue.record("\(field)=\(value) accepted")
+            } catch {
+                #expect(error.field == field)
+            }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import KBTDCore
+import KBTDPostgres
+import KBTDStore
+import Logging
+import Testing
+
+/// The two stores behind `TelemetryStore`.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgresql
+
+    var testDescription: String { rawValue }
+
+    /// SQLite always; PostgreSQL where it is installed (CI installs it).
+    static var available: [StoreKind] { TestPostgres.available ? allCases : [.sqlite] }
+}
+
+/// A fresh, empty store of one kind: an SQLite file in a temporary directory,
+/// or a database in a throwaway PostgreSQL cluster.
+final class StoreUnderTest {
+    let kind: StoreKind
+    let directory = TestPaths.temporaryDirectory()
+    let postgres: TestPostgres?
+    private var databases: [PostgresDatabase] = []
+
+    init(_ kind: StoreKind) throws {
+        self.kind = kind
+        postgres = kind == .postgresql ? try TestPostgres() : nil
+    }
+
+    deinit {
+        for database in databases { database.close() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    var path: String { directory.appendingPathComponent("kbtd.sqlite").path }
+
+    /// Opens (creating and migrating) the store; every call is a new connection, as a restart is.
+    func open(admission: IndexAdmission = IndexAdmission()) throws -> any TelemetryStore & TelemetryReader {
+        switch kind {
+        case .sqlite:
+            return try SQLiteTelemetryStore(path: path, admission: { admission })
+        case .postgresql:
+            let database = PostgresDatabase(url: try PostgresURL(postgres!.url), logger: Logger(label: "kbtd-test"))
+            databases.append(database)
+            return try PostgresTelemetryStore(database: database, admission: { admission })
+        }
+    }
+}
+
+@Suite("Store conformance: the same cases on SQLite and PostgreSQL", .ownThreads, .timeLimit(.minutes(10)), .serialized)
+struct StoreConformanceTests {
+    /// docs/privacy.md: a network's keyed hash retires `source_retention_days` after it last reported
+    /// the key; the key keeps its count of sources, and a report refreshes the time.
+    @Test(arguments: StoreKind.available)
+    func keyedSourcesRetireAfterTheirLastReportKeepingEachKeysCount(kind: StoreKind) throws {
+        let subject = try StoreUnderTest(kind)
+        let store = try subject.open()
+        let a = SourceID(network: "198.51.100.1"), b = SourceID(network: "198.51.100.2")
+        _ = try store.commit([pendingBatch("1", receivedAt: 1_000, source: a), pendingBatch("2", receivedAt: 1_000, source: b),
+                              pendingBatch("3", receivedAt: 1_000)])
+        _ = try store.commit([pendingBatch("4", receivedAt: 5_000, source: a)])
+        let key = try #require(try store.loadCounts().sources.keys.first)
+        #expect(try store.loadCounts().sources[key] == [a, b, .trusted])
+
+        #expect(try store.retireSources(seenBefore: 2_000) == 1)
+        let after = try #require(try store.loadCounts().sources[key])
+        #expect(after.count == 3 && after.contains(a) && after.contains(.trusted) && !after.contains(b))
+        #expect(after.filter { !$0.isNetworkHash && $0 != .trusted }.count == 1, "b is now a retired id")
+
+        #expect(try store.retireSources(seenBefore: 10_000) == 1)
+        #expect(try store.retireSources(seenBefore: 10_000) == 0)
+        let last = try #require(try subject.open().loadCounts().sources[key])
+        #expect(last.count == 3 && last.filter(\.isNetworkHash).isEmpty && last.contains(.trusted))
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aBatchIDCountsOnceAndPruningForgetsIt(kind: StoreKind) throws {
+        let subject = try StoreUnderTest(kind)
+        let store = try subject.open()
+        let first = try store.commit([pendingBatch("a", receivedAt: 100, heights: [336, 337]),
+                                      pendingBatch("b", receivedAt: 5_000, heights: [336, 336, 392]),
+                                      pendingBatch("a", receivedAt: 100, heights: [336, 337])])
+        #expect(first.stored == [true, true, false])
+        #expect(first.added.animations.values.reduce(0, +) == 5)
+        #expect(try store.commit([pendingBatch("b", receivedAt: 5_000, heights: [1])]).stored == [false])
+        #expect(try store.batchIDCount() == 2)
+        #expect(try store.pruneBatchIDs(receivedBefore: 1_000) == 1)
+        #expect(try store.batchIDCount() == 1)
+        // Past retention a retry counts again: documented behaviour.
+        #expect(try store.commit([pendingBatch("a", receivedAt: 6_000, heights: [336, 337])]).stored == [true])
+        let counts = try store.loadCounts()
+        #expect(counts.animations.values.reduce(0, +) == 7)
+        #expect(counts.heights.values.reduce(0, +) == 6)  // every third sample is a hide: no height
+    }
+
+    /// Keys without trusted data nobody reported since the cutoff go, admitted or not; a key
+    /// reported later (admitted: `last_seen` moved by the commit; not admitted: by its registration) stays.
+    @Test(arguments: StoreKind.available)
+    func idleUntrustedKeysAgeOut(kind: StoreKind) throws {
+        let subject = try StoreUnderTest(kind)
+        let store = try subject.open()
+        let day: Int64 = 86_400
+        var first: [PendingBatch] = [pendingBatch("t", receivedAt: 100 * day, model: "Trusted1,1"),
+                                     pendingBatch("l1", receivedAt: 100 * day, model: "Lonely1,1", source: SourceID(network: "10.9.0.1"))]
+        for network in 1...3 {
+            let source = SourceID(network: "10.\(network).0.1")
+            first.append(pendingBatch("j\(network)", receivedAt: 100 * day, model: "Junk1,1", source: source))
+            first.append(pendingBatch("a\(network)", receivedAt: 100 * day, model: "Alive1,1", source: source))
+        }
+        #expect(try store.commit(first).admitted == 3)
+        _ = try store.commit([pendingBatch("a9", receivedAt: 140 * day, model: "Alive1,1", source: SourceID(network: "10.9.0.1")),
+                              pendingBatch("l2", receivedAt: 140 * day, model: "Lonely1,1", source: SourceID(network: "10.9.0.2"))])
+        #expect(try store.pruneIdleKeys(lastSeenBefore: 130 * day, limit: 100).map(\.model) == ["Junk1,1"])
+        var models: Set<String> = []
+        try subject.open().forEachKey { models.insert($0.model) }
+        #expect(models == ["Trusted1,1", "Alive1,1", "Lonely1,1"])
+        #expect(Set(try subject.open().loadIndexCounts().seriesKeys.map(\.model)) == ["Trusted1,1", "Alive1,1"])
+    }
+
+    @Test(arguments: StoreKind.available)
+    func countsSurviveReopeningAndReadBackExactly(kind: StoreKind) throws {
+        let subject = try StoreUnderTest(kind)
+        var expected = AggregateDelta()
+        do {
+            let store = try subject.open()
+            for round in 0..<3 {
+                let batches = (0..<4).map { i in
+                    pendingBatch("r\(round)-\(i)", receivedAt: 3_600 * Int64(round) + 10, model: "iPhone1\(i),1",
+                                 language: ["en-US", "ja-JP"][i % 2], heights: [336, 392.5, 260, 336, 401],
+                                 screen: ScreenSize("393x852"))
+                }
+                let result = try store.commit(batches)
+                #expect(result.stored == [true, true, true, true])
+                for batch in batches { expected.merge(batch.delta) }
+            }
+        }
+        let reopened = try subject.open()
+        let counts = try reopened.loadCounts()
+        #expect(counts == expected)
+        #expect(try reopened.loadIndexCounts() == expected)
+        let totals = try reopened.statsTotals(StatsFilter())
+        #expect(totals.keys == Int64(expected.seriesKeys.count))
+        #expect(totals.samples == 60)
+        #expect(try reopened.statsTotals(StatsFilter(model: "iPhone10,1")).samples == 15)
+        // Pages of 3 keys with a cursor read every key once, in order.
+        var paged = AggregateDelta()
+        var pages = 0
+        var cursor: SeriesKey? = nil
+        repeat {
+            cursor = try reopened.forEachPage(StatsFilter(), after: cursor, pageSize: 3, maxKeys: 3) { page in
+                paged.merge(page)
+                pages += 1
+            }
+        } while cursor != nil
+        var withoutScreens = expected
+        withoutScreens.screens = [:]
+        #expect(paged == withoutScreens)
+        #expect(pages == (expected.seriesKeys.count + 2) / 3)
+        let hours = try reopened.hourlyIngest(since: 0)
+        #expect(hours.map(\.hour) == [0, 3_600, 7_200])
+        #expect(hours.map(\.samples) == [20, 20, 20])
+        #expect(hours.map(\.rejected) == [4, 4, 4])
+    }
+
+    @Test(arguments: StoreKind.available)
+    func keysJoinTheIndexOnceConfirmedAndUnconfirmedOnesArePruned(kind: StoreKind) throws {
+        let subject = try StoreUnderTest(kind)
+        let store = try subject.open()
+        let ten = [Double](repeating: 336, count: 10)
+        let one = try store.commit([pendingBatch("1", language: "fr-FR", heights: ten, source: SourceID(network: "198.51.100.1")),
+                                    pendingBatch("2", language: "fr-FR", heights: ten, source: SourceID(network: "198.51.100.2"))])
+        #expect(one.admitted == 0)
+        #expect(one.added.seriesKeys.isEmpty)
+        let two = try store.commit([pendingBatch("3", language: "fr-FR", heights: ten, source: SourceID(network: "203.0.113.7"))])
+        #expect(two.admitted >= 1)
+        #expect(two.added.animations.filter { $0.key.series.language == "fr-FR" }.values.reduce(0, +) == 30)
+        #expect(try store.commit([pendingBatch("4", language: "de-DE", heights: ten)]).admitted >= 1)
+        #expect(try store.commit([pendingBatch("5", language: "xx-junk", heights: ten, source: SourceID(network: "192.0.2.66"))])
+            .admitted == 0)
+        #expect(Set(try store.loadIndexCounts().seriesKeys.map(\.language)) == ["de-DE", "fr-FR"])
+        let pruned = try store.pruneUnconfirmedKeys(firstSeenBefore: 2_000, limit: 100)
+        #expect(Set(pruned.map(\.language)) == ["xx-junk"])
+        #expect(Set(try store.loadCounts().seriesKeys.map(\.language)) == ["de-DE", "fr-FR"])
+        var remaining: Set<String> = []
+        try store.forEachKey { remaining.insert($0.language) }
+        #expect(remaining == ["de-DE", "fr-FR"])
+    }
+
+    /// The same commits give the same counts, index and stats in both stores.
+    @Test(.enabled(if: TestPostgres.available))
+    func bothStoresHoldTheSameCountsForTheSameCommits() throws {
+        let sqlite = try StoreUnderTest(.sqlite), postgres = try StoreUnderTest(.postgresql)
+        let stores = [try sqlite.open(), try postgres.open()]
+        var generator = SplitMix64(seed: 14)
+        for round in 0..<20 {
+            var batches: [PendingBatch] = []
+            for i in 0..<8 {
+                let heights = (0..<Int(generator.next() % 12 + 1)).map { _ in 250 + Double(generator.next() % 300) / 2 }
+                let source = generator.next() % 3 == 0 ? SourceID.trusted : SourceID(network: "10.0.\(generator.next() % 5).0")
+                batches.append(pendingBatch("id-\(generator.next() % 120)", receivedAt: Int64(round) * 1_800,
+                                            model: "iPhone\(generator.next() % 4),1", language: ["en-US", "ja-JP", "emoji"][i % 3],
+                                            heights: heights, source: source))
+            }
+            let results = try stores.map { try $0.commit(batches) }
+            #expect(results[0].stored == results[1].stored)
+            #expect(results[0].admitted == results[1].admitted)
+            #expect(results[0].added == results[1].added)
+        }
+        #expect(try stores[0].loadCounts() == stores[1].loadCounts())
+        #expect(try stores[0].loadIndexCounts() == stores[1].loadIndexCounts())
+        #expect(try stores[0].statsTotals(StatsFilter()) == stores[1].statsTotals(StatsFilter()))
+        #expect(try stores[0].hourlyIngest(since: 0) == stores[1].hourlyIngest(since: 0))
+        #expect(try stores[0].batchIDCount() == stores[1].batchIDCount())
+    }
+}

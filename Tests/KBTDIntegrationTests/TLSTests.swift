@@ -1,0 +1,265 @@
+import Foundation
+import KBTDCore
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Native TLS and HTTP/2 on the real daemon, with certificates from a
+/// throwaway openssl CA made in each test, and curl, openssl s_client and
+/// Python's ssl module as the clients.
+@Suite("TLS and HTTP/2 against the live daemon", .ownThreads, .timeLimit(.minutes(10)))
+struct TLSTests {
+    /// A daemon whose TCP listener speaks TLS with a fresh EC pair (and an RSA pair on request).
+    static func tlsDaemon(keyType: String = "ec", environment: [String: String] = [:]) throws -> (TestDaemon, TestCertificates) {
+        let daemon = TestDaemon()
+        let pair = try TestCertificates.make(in: daemon.directory, name: "a", keyType: keyType)
+        daemon.environment = ["KBTD_TLS_CERTIFICATE": pair.chain, "KBTD_TLS_KEY": pair.key].merging(environment) { $1 }
+        try daemon.start()
+        #expect(daemon.log_().contains("(TLS, HTTP/2)"))
+        return (daemon, pair)
+    }
+
+    static func batchFile(_ daemon: TestDaemon, samples: [TestSample] = shows(20, height: 336)) throws -> String {
+        let path = daemon.directory.appendingPathComponent("batch-\(UUID().uuidString).json.gz").path
+        try Data(gzip(batchBody(samples: samples))).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    static let post = ["-X", "POST", "-H", "Content-Type: application/json", "-H", "Content-Encoding: gzip"]
+
+    @Test func aBatchAndAHeightOverHTTPSWithHTTP1() throws {
+        let (daemon, pair) = try Self.tlsDaemon()
+        let base = "https://127.0.0.1:\(daemon.port)"
+        let batch = try curl(["--http1.1", "--cacert", pair.ca] + Self.post
+            + ["--data-binary", "@" + (try Self.batchFile(daemon)), "-w", "\n%{http_code} %{http_version}", base + "/v1/batches"])
+        #expect(batch.status == 0, "\(batch.stderr)")
+        #expect(batch.stdout.hasSuffix("\n202 1.1"), "\(batch.stdout)")
+        #expect(batch.stdout.contains("\"accepted\":20"))
+        let height = try curl(["--http1.1", "--cacert", pair.ca, "-w", "\n%{http_code}",
+                                     base + "/v1/height?model=iPhone17,1&language=en-US&os=26.1"])
+        #expect(height.stdout.hasSuffix("\n200"), "\(height.stdout) \(height.stderr)")
+        #expect(height.stdout.contains("\"basis\":\"model+os+language\""))
+        // Without the CA, curl refuses the certificate: it really is the test CA's.
+        let untrusted = try curl([base + "/healthz"])
+        #expect(untrusted.status == 60, "curl exit \(untrusted.status): \(untrusted.stderr)")
+        // Plain HTTP to the TLS port is not served.
+        let plain = try curl(["http://127.0.0.1:\(daemon.port)/healthz"])
+        #expect(plain.status != 0)
+        // The Unix socket stays plain HTTP for local tools.
+        let unix = try HTTPTestConnection(.unix(path: daemon.unixSocket)).request("GET", "/healthz")
+        #expect(unix.status == 200)
+    }
+
+    /// One connection, ALPN h2, a batch then a height multiplexed on it, the same answers and limits as HTTP/1.1.
+    @Test func http2ServesTheSameRoutesLimitsAndAnswers() throws {
+        let (daemon, pair) = try Self.tlsDaemon(environment: ["KBTD_MAX_COMPRESSED_BYTES": "2048"])
+        let base = "https://127.0.0.1:\(daemon.port)"
+        let query = base + "/v1/height?model=iPhone17,1&language=en-US&os=26.1"
+        let both = try curl(["--http2", "--cacert", pair.ca] + Self.post
+            + ["--data-binary", "@" + (try Self.batchFile(daemon)), "-w", "\n%{http_code} %{http_version} %{num_connects}\n",
+               base + "/v1/batches",
+               "--next", "--http2", "--cacert", pair.ca, "-w", "\n%{http_code} %{http_version} %{num_connects}\n", query])
+        #expect(both.status == 0, "\(both.stderr)")
+        let lines = both.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("202 2 1"), "the batch over HTTP/2 on a new connection: \(both.stdout)")
+        #expect(lines.contains("200 2 0"), "the height over HTTP/2 on the same connection: \(both.stdout)")
+        let h2Height = try #require(lines.first { $0.hasPrefix("{\"height\"") })
+        let h1Height = try curl(["--http1.1", "--cacert", pair.ca, query])
+        #expect(h1Height.stdout == h2Height, "same bytes over both protocols")
+
+        // Limits and errors: over 2048 bytes on the wire is 413, an unknown path 404, a wrong method 405, all JSON.
+        let big = try Self.batchFile(daemon, samples: (0..<2000).map { TestSample(height: Double(200 + $0 % 1000)) })
+        for version in ["--http2", "--http1.1"] {
+            let tooBig = try curl([version, "--cacert", pair.ca] + Self.post
+                + ["--data-binary", "@" + big, "-w", "\n%{http_code}", base + "/v1/batches"])
+            #expect(tooBig.stdout.hasSuffix("\n413"), "\(version): \(tooBig.stdout)")
+            let missing = try curl([version, "--cacert", pair.ca, "-w", "\n%{http_code}", base + "/nope"])
+            #expect(missing.stdout.hasSuffix("\n404") && missing.stdout.contains("\"error\""), "\(version): \(missing.stdout)")
+            let wrong = try curl([version, "--cacert", pair.ca, "-X", "DELETE", "-w", "\n%{http_code}", query])
+            #expect(wrong.stdout.hasSuffix("\n405"), "\(version): \(wrong.stdout)")
+        }
+        // A client that offers only HTTP/1.1 by ALPN still gets it.
+        let h1 = try curl(["--http1.1", "--cacert", pair.ca, "-o", "/dev/null", "-w", "%{http_version}", base + "/healthz"])
+        #expect(h1.stdout == "1.1")
+    }
+
+    /// A height asked on an HTTP/2 stream is answered by the fast path (as HTTP/1.1's): the same
+    /// status, headers and body as the router's answer over HTTP/1.1, 304 on a matching
+    /// `If-None-Match`, counted once in the request and answer metrics and in
+    /// `kbtd_fast_answers_total{protocol="h2"}`.
+    @Test func http2StreamsGetTheFastPathsAnswers() throws {
+        let (daemon, pair) = try Self.tlsDaemon()
+        let base = "https://127.0.0.1:\(daemon.port)"
+        #expect(try curl(["--http2", "--cacert", pair.ca] + Self.post + ["--data-binary", "@" + (try Self.batchFile(daemon)),
+                                                                         base + "/v1/batches"]).status == 0)
+        let query = base + "/v1/height?model=iPhone17,1&language=en-US&os=26.1"
+        func headers(_ text: String) -> [String] {
+            text.split(separator: "\r\n").map(String.init).filter { !$0.lowercased().hasPrefix("date:") && !$0.hasPrefix("HTTP/") }
+        }
+        let h2 = try curl(["--http2", "--cacert", pair.ca, "-D", "-", query])
+        let h1 = try curl(["--http1.1", "--cacert", pair.ca, "-D", "-", query])
+        #expect(h2.stdout.hasPrefix("HTTP/2 200"), "\(h2.stdout)")
+        let h2Parts = h2.stdout.components(separatedBy: "\r\n\r\n"), h1Parts = h1.stdout.components(separatedBy: "\r\n\r\n")
+        #expect(h2Parts.last == h1Parts.last, "same body")
+        #expect(headers(h2Parts[0]).map { $0.lowercased() } == headers(h1Parts[0]).map { $0.lowercased() },
+                "same header fields, in order: \(h2Parts[0]) vs \(h1Parts[0])")
+        let etag = try #require(headers(h1Parts[0]).first { $0.lowercased().hasPrefix("etag:") }?.split(separator: " ").last)
+        let notModified = try curl(["--http2", "--cacert", pair.ca, "-H", "If-None-Match: \(etag)", "-o", "/dev/null",
+                                    "-w", "%{http_code} %{http_version}", query])
+        #expect(notModified.stdout == "304 2")
+        let metrics = try curl(["--http1.1", "--cacert", pair.ca, base + "/metrics"]).stdout
+        #expect(metrics.contains("kbtd_fast_answers_total{protocol=\"h2\"} 2"), "two answers on h2 streams")
+        #expect(metrics.contains("kbtd_http_requests_total{route=\"/v1/height\",status=\"304\"} 1"))
+        #expect(metrics.contains("kbtd_http_requests_total{route=\"/v1/height\",status=\"200\"} 2"))
+    }
+
+    /// TLS 1.2+ only, forward-secret AEAD suites only; the same client tool succeeds with a good suite.
+    @Test func onlyModernProtocolVersionsAndCiphers() throws {
+        let (daemon, pair) = try Self.tlsDaemon(keyType: "rsa")
+        func handshake(_ options: String) throws -> CommandResult {
+            try spawnAndWait("/bin/sh", ["-c", "openssl s_client -connect 127.0.0.1:\(daemon.port) -CAfile \(pair.ca) "
+                + "-verify_return_error \(options) </dev/null"], timeout: 30)
+        }
+        let good = try handshake("-tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256")
+        #expect(good.status == 0, "\(good.stdout) \(good.stderr)")
+        let tls13 = try handshake("-tls1_3")
+        #expect(tls13.status == 0 && tls13.stdout.contains("TLSv1.3"), "\(tls13.stderr)")
+        // The client is told it may use weak settings (SECLEVEL=0); refusing them is the server's doing.
+        let tls11 = try handshake("-tls1_1 -cipher DEFAULT@SECLEVEL=0")
+        #expect(tls11.status != 0, "TLS 1.1 was accepted: \(tls11.stdout)")
+        let staticRSA = try handshake("-tls1_2 -cipher AES128-GCM-SHA256")
+        #expect(staticRSA.status != 0, "a suite without forward secrecy was accepted")
+        let cbc = try handshake("-tls1_2 -cipher ECDHE-RSA-AES128-SHA")
+        #expect(cbc.status != 0, "a CBC suite was accepted")
+    }
+
+    /// certbot renews in place and reloads: a new connection sees the new certificate, one already open keeps working.
+    @Test func sighupSwapsTheCertificateWithoutDroppingConnections() throws {
+        let (daemon, pair) = try Self.tlsDaemon()
+        let renewed = try TestCertificates.make(in: daemon.directory, name: "b", keyType: "rsa")
+        let script = daemon.directory.appendingPathComponent("swap.py").path
+        try Self.swapScript.write(toFile: script, atomically: true, encoding: .utf8)
+        let pid = try #require(daemon.process?.processIdentifier)
+        // The script sends SIGHUP, then blocks on this FIFO until the daemon has logged that it re-read the pair.
+        let go = daemon.directory.appendingPathComponent("go.fifo").path
+        #expect(mkfifo(go, 0o600) == 0)
+        // Held open (read and write, which never blocks) until the script is done: its open does not wait,
+        // and the byte written below stays in the FIFO whenever the script gets to read it.
+        let fifo = open(go, O_RDWR)
+        defer { close(fifo) }
+        let out = daemon.directory.appendingPathComponent("swap.out").path, err = daemon.directory.appendingPathComponent("swap.err").path
+        let swap = try SpawnedProcess("/usr/bin/python3", [script, String(daemon.port), pair.ca, renewed.ca, String(pid),
+                                                           renewed.chain, renewed.key, pair.chain, pair.key, go], stdout: out, stderr: err)
+        let reread = daemon.waitForLog("TLS certificate re-read")
+        var byte: UInt8 = 1
+        _ = write(fifo, &byte, 1)
+        let status = swap.wait(seconds: 60)
+        let stdout = (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        #expect(reread, "the daemon did not log re-reading the pair:\n\(daemon.log_())")
+        #expect(status == 0, "\(stderr)")
+        let run = (stdout: stdout, stderr: stderr)
+        let result = try JSONParser.parse(Array(run.stdout.utf8))
+        #expect(result["old_before"] == .number(200))
+        #expect(result["new_with_renewed_ca"] == .number(200), "\(run.stdout)")
+        #expect(result["old_after"] == .number(200), "the open connection keeps working: \(run.stdout)")
+        #expect(result["same_socket"] == .bool(true))
+        #expect(result["new_with_old_ca_rejected"] == .bool(true))
+        #expect(daemon.log_().contains("TLS certificate re-read"))
+
+        // A broken pair on reload: the running certificate stays and the log names the file.
+        try "not a key".write(toFile: pair.key, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("configuration reload failed"))
+        #expect(daemon.log_().contains(pair.key))
+        let still = try curl(["--cacert", renewed.ca, "-w", "%{http_code}", "-o", "/dev/null",
+                                    "https://127.0.0.1:\(daemon.port)/healthz"])
+        #expect(still.stdout == "200", "\(still.stderr)")
+    }
+
+    /// A missing file, a key that is not the certificate's, half a pair, tls on a listener without a pair: exit 78, file named.
+    @Test func anUnusablePairStopsTheDaemonWithExit78NamingTheFile() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try TestCertificates.make(in: directory, name: "a")
+        let b = try TestCertificates.make(in: directory, name: "b")
+        let missing = directory.appendingPathComponent("missing.pem").path
+        let notPEM = directory.appendingPathComponent("garbage.pem").path
+        try "hello".write(toFile: notPEM, atomically: true, encoding: .utf8)
+        let cases: [([String], String)] = [
+            (["--tls-certificate", missing, "--tls-key", a.key], missing),
+            (["--tls-certificate", a.chain, "--tls-key", b.key], b.key),
+            (["--tls-certificate", notPEM, "--tls-key", a.key], notPEM),
+            (["--tls-certificate", a.chain, "--tls-key", notPEM], notPEM),
+            (["--tls-certificate", a.chain], "tls_key"),
+            (["--listen", "127.0.0.1:0 tls"], "tls_certificate"),
+        ]
+        for (flags, named) in cases {
+            let config = directory.appendingPathComponent("kbtd-\(UUID().uuidString).conf").path
+            var lines: [String] = []
+            var index = 0
+            while index + 1 < flags.count {
+                lines.append("\(flags[index].dropFirst(2).replacingOccurrences(of: "-", with: "_")) = \(flags[index + 1])")
+                index += 2
+            }
+            try lines.joined(separator: "\n").write(toFile: config, atomically: true, encoding: .utf8)
+            let result = try spawnAndWait(TestPaths.kbtdBinary, ["serve", "--config", config, "--database",
+                                                                     directory.appendingPathComponent("kbtd.sqlite").path], timeout: 30)
+            #expect(result.status == 78, "\(lines): exit \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains(named), "\(lines): \(result.stderr)")
+        }
+    }
+
+    /// systemd passes a bound TCP socket; kbtd speaks TLS on it when the pair is set.
+    @Test func socketActivationServesTLSOnTheAdoptedSocket() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pair = try TestCertificates.make(in: directory, name: "a")
+        let activator = try SocketActivator(directory: directory, options: ["--fdname=https", "-E", "KBTD_TLS_CERTIFICATE", "-E", "KBTD_TLS_KEY"],
+                                            command: [TestPaths.kbtdBinary, "serve", "--database", directory.appendingPathComponent("kbtd.sqlite").path],
+                                            environment: ["KBTD_TLS_CERTIFICATE": pair.chain, "KBTD_TLS_KEY": pair.key])
+        let port = activator.port
+        let health = try curl(["--cacert", pair.ca, "--retry", "3", "--retry-connrefused", "-w", "\n%{http_code} %{http_version}",
+                                     "--http2", "https://127.0.0.1:\(port)/healthz"])
+        #expect(health.stdout.hasSuffix("\n200 2"), "\(health.stdout) \(health.stderr)")
+        let text = activator.text
+        #expect(text.contains("(fd 3, https) (TLS, HTTP/2)"), "\(text)")
+        #expect(activator.stop() == 0)
+    }
+
+    /// Opens a keep-alive HTTPS connection, renews the pair in place, sends SIGHUP, waits for a new
+    /// connection to present the renewed certificate, then uses the old connection again.
+    static let swapScript = #"""
+    import http.client, json, os, shutil, signal, ssl, sys
+    port, old_ca, new_ca, pid = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+    new_chain, new_key, live_chain, live_key, go = sys.argv[5:10]
+
+    def connection(ca):
+        return http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=ssl.create_default_context(cafile=ca))
+
+    def get(conn):
+        conn.request("GET", "/healthz")
+        response = conn.getresponse()
+        response.read()
+        return response.status
+
+    result = {}
+    old = connection(old_ca)
+    result["old_before"] = get(old)
+    socket_before = old.sock
+    shutil.copyfile(new_chain, live_chain)
+    shutil.copyfile(new_key, live_key)
+    os.kill(pid, signal.SIGHUP)
+    # Blocks until the test, having seen the daemon log that it re-read the pair, opens the FIFO.
+    os.read(os.open(go, os.O_RDONLY), 1)
+    result["new_with_renewed_ca"] = get(connection(new_ca))
+    result["old_after"] = get(old)
+    result["same_socket"] = old.sock is socket_before
+    try:
+        get(connection(old_ca))
+        result["new_with_old_ca_rejected"] = False
+    except ssl.SSLCertVerificationError:
+        result["new_with_old_ca_rejected"] = True
+    print(json.dumps(result))
+    """#
+}

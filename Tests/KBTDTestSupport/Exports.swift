@@ -1,0 +1,4 @@
+// The reference JSON parser and validator (`JSONParser`, `JSONValue`, `BatchValidator`,
+// `IntakeOracle`) live in KBTDReference; the helpers and the tests read answers with them,
+// so every module that imports KBTDTestSupport sees them too.
+@_exported import KBTDReference

@@ -53,32 +53,13 @@ package func runKBTD(_ arguments: [String], environment: [String: String] = [:],
 /// Blocks its thread until the exit event: for `.ownThreads` suites (async code uses `runProgram`).
 package func runToEnd(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
               directory workingDirectory: URL? = nil, timeout: Double) throws -> CommandResult {
-    let directory = TestPaths.temporaryDirectory()
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let outPath = directory.appendingPathComponent("stdout"), errPath = directory.appendingPathComponent("stderr")
-    _ = FileManager.default.createFile(atPath: outPath.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath.path, contents: nil)
-    let out = try FileHandle(forWritingTo: outPath), err = try FileHandle(forWritingTo: errPath)
-    defer { try? out.close(); try? err.close() }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let workingDirectory { process.currentDirectoryURL = workingDirectory }
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = out
-    process.standardError = err
-    let exited = OnceEvent()
-    process.terminationHandler = { _ in exited.fire() }
-    try process.run()
-    if !exited.wait(until: Deadline(timeout, for: "\(executable) to exit")) {
-        kill(process.processIdentifier, SIGKILL)
-        _ = exited.wait(until: Deadline(60, for: "\(executable) to exit after SIGKILL"))
+    let run = try ProgramRun(executable, arguments, environment: environment, directory: workingDirectory)
+    if !run.exited.wait(until: Deadline(timeout, for: "\(executable) to exit")) {
+        kill(run.process.processIdentifier, SIGKILL)
+        _ = run.exited.wait(until: Deadline(60, for: "\(executable) to exit after SIGKILL"))
     }
-    process.waitUntilExit()  // returns at once: the termination handler ran
-    return CommandResult(status: process.terminationStatus,
-                         stdout: (try? String(contentsOf: outPath, encoding: .utf8)) ?? "",
-                         stderr: (try? String(contentsOf: errPath, encoding: .utf8)) ?? "")
+    run.process.waitUntilExit()  // returns at once: the termination handler ran
+    return run.result()
 }
 
 /// The real daemon on a real socket with a real SQLite file in a temporary

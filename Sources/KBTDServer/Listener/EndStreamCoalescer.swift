@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP2
+import NIOHTTPTypesHTTP2
 
 /// Puts an h2 answer's END_STREAM on its last frame instead of a separate empty DATA frame.
 ///
@@ -14,8 +15,8 @@ import NIOHTTP2
 /// So the frame that completes the answer (the HEADERS of an answer with `Content-Length: 0`, or
 /// the DATA frame that brings the body to its `Content-Length`) is held until the end arrives
 /// (the next write: nothing is left to send), and goes out carrying END_STREAM. Answers without a
-/// `Content-Length`, trailers, and anything else pass unchanged. It sits first in each stream's
-/// pipeline (below Hummingbird's codec), put there by `EndStreamCoalescer.Installer`.
+/// `Content-Length`, trailers, and anything else pass unchanged. It sits in each stream's
+/// pipeline right below Hummingbird's codec, put there by `EndStreamCoalescer.Installer`.
 final class EndStreamCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
@@ -102,17 +103,20 @@ final class EndStreamCoalescer: ChannelOutboundHandler, RemovableChannelHandler 
         }
     }
 
-    /// Listed among a stream's request handlers (which go after the codec), it moves an
-    /// `EndStreamCoalescer` to the front of the stream's pipeline and removes itself.
+    /// Listed among a stream's request handlers (which go after the codec), it puts an
+    /// `EndStreamCoalescer` right before the stream's HTTP/2 codec and removes itself. Without
+    /// that codec (the handlers tested on their own), it only removes itself.
     final class Installer: ChannelInboundHandler, RemovableChannelHandler {
         typealias InboundIn = Never
 
         func handlerAdded(context: ChannelHandlerContext) {
             let pipeline = context.pipeline.syncOperations
-            do {
-                try pipeline.addHandler(EndStreamCoalescer(), position: .first)
-            } catch {
-                context.fireErrorCaught(error)
+            if let codec = try? pipeline.handler(type: HTTP2FramePayloadToHTTPServerCodec.self) {
+                do {
+                    try pipeline.addHandler(EndStreamCoalescer(), position: .before(codec))
+                } catch {
+                    context.fireErrorCaught(error)
+                }
             }
             pipeline.removeHandler(context: context, promise: nil)
         }

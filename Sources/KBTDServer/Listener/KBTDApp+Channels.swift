@@ -16,8 +16,10 @@ extension KBTDApp {
     /// The handlers each request passes after Hummingbird's codec, on an HTTP/1.1 connection and on
     /// an h2 stream alike: the malformed-request answers and the slowloris deadlines see every
     /// request and every answer, then the fast path answers cached heights (counted as `fast`).
+    /// An h2 stream also gets `EndStreamCoalescer` below the codec (END_STREAM on the answer's last frame).
     func requestHandlers(_ fast: FastAnswerProtocol, limits: ServerSettings.Limits) -> [any RemovableChannelHandler] {
-        [MalformedRequestHandler(metrics: metrics),
+        let streamFraming: [any RemovableChannelHandler] = fast == .h2 ? [EndStreamCoalescer.Installer()] : []
+        return streamFraming + [MalformedRequestHandler(metrics: metrics),
          RequestDeadlineHandler(headerTimeout: .seconds(Int64(limits.headerTimeoutSeconds)),
                                 bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds)),
                                 idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),

@@ -153,3 +153,44 @@ struct VoteAgeTests {
         #expect(DeltaCoding.decode(DeltaCoding.encode(delta)) == delta)
     }
 }
+
+@Suite("Ageing votes through the daemon's routes", .ownThreads)
+struct VoteAgeRouteTests {
+    /// 1,500 ja-JP samples stored 25 days ago (as a daemon then stored them), then 300 at +4 pt
+    /// posted to the route today: ingest tags the votes with today, `/v1/height` serves the new
+    /// height, and a restart (the index rebuilt from the file) answers the same.
+    @Test func aHeightThatMovedWithNoReleaseIsServedByTheRouteAndAfterARestart() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("kbtd.sqlite").path
+        let then = Int64(Date().timeIntervalSince1970) - 25 * VoteAgeTests.day
+        do {
+            let store = try SQLiteTelemetryStore(path: database)
+            for i in 0..<10 {
+                let batch = VoteAgeTests.batch("old-\(i)", at: then + Int64(i), network: "10.1.\(i).0", height: 380, count: 150, cap: 1_000)
+                #expect(try store.commit([batch]).stored == [true])
+            }
+        }
+        func answer(_ app: InProcessApp) async throws -> (Double?, Int?) {
+            let response = try await app.get("/v1/height?model=\(VoteAgeTests.model)&language=ja-JP&os=26.1")
+            let body = try JSONParser.parse(response.body)
+            return (body["height"]?.double, body["samples"]?.double.map { Int($0) })
+        }
+        do {
+            let app = try InProcessApp(database: database)
+            #expect(try await answer(app).0 == 380, "the old height before the move")
+            for _ in 0..<3 {
+                let response = try await app.post(gzip(batchBody(model: VoteAgeTests.model, os: "26.1",
+                                                                 samples: shows(100, height: 384, language: "ja-JP"))),
+                                                  encoding: "gzip")
+                #expect(response.status == 202, "\(response.text)")
+            }
+            let (height, samples) = try await answer(app)
+            #expect(height == 384 && samples == 1_800, "\(String(describing: height)) \(String(describing: samples))")
+            await app.app.shutdown()
+        }
+        let again = try InProcessApp(database: database)
+        let (height, samples) = try await answer(again)
+        #expect(height == 384 && samples == 1_800)
+    }
+}

@@ -42,7 +42,7 @@ extension HeightIndex: HeightLevels {
                                                      kind: PackedLevelKey.kind(orientation: key.orientation, keyboardType: type), os: os)]
         else { return nil }
         var votes = CountHistogram()
-        for entry in entries where Int(entry.day) >= sinceDay { votes.add(Int(entry.halfPoints), entry.votes) }
+        for entry in entries where Int(entry.day) >= sinceDay { votes.add(Int(entry.halfPoints), Int64(entry.votes)) }
         return votes.total > 0 ? votes : nil
     }
 

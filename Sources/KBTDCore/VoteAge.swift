@@ -41,17 +41,19 @@ extension Int64 {
     }
 }
 
-/// One day's votes on one bin of one key: 16 bytes.
+/// One day's votes on one bin of one key: 8 bytes (a UTC day number fits 16 bits until 2149;
+/// a height in half points, 16 bits; one day's votes on one bin saturate at 2^32 - 1).
 struct DayVotes: Sendable, Equatable {
-    var day: Int32
-    var halfPoints: Int32
-    var votes: Int64
+    var day: UInt16
+    var halfPoints: Int16
+    var votes: UInt32
 }
 
 extension HeightIndex {
     /// Days of per-day votes the index keeps, counted back from the latest day with data
-    /// (the largest `vote_horizon_days` allowed).
-    public static let dayVoteDaysKept = 60
+    /// (the largest `vote_horizon_days` allowed): a month keeps the index within its memory
+    /// target at 100k keys even when every key gets votes every day (`Benchmarks/keys`).
+    public static let dayVoteDaysKept = 31
 
     /// Adds a delta's per-day votes, and drops days older than `dayVoteDaysKept` before the latest.
     mutating func applyDayVotes(_ bins: [DayVoteBin: Int64]) {
@@ -59,16 +61,16 @@ extension HeightIndex {
         let previousLatest = latestVoteDay
         var touched: Set<PackedSeriesKey> = []
         for (bin, count) in bins.sorted(by: { $0.key < $1.key }) where count > 0 {
-            guard let day = Int32(exactly: bin.day), let half = Int32(exactly: bin.halfPoints) else { continue }
+            guard let day = UInt16(exactly: bin.day), let half = Int16(exactly: bin.halfPoints) else { continue }
             let series = bin.series
             let kind = PackedLevelKey.kind(orientation: series.orientation, keyboardType: strings.intern(series.keyboardType))
             let packed = PackedSeriesKey(model: strings.intern(series.model), language: strings.intern(series.language),
                                          kind: kind, os: strings.intern(os: series.osMajor))
             var entries = dayVotes.removeValue(forKey: packed) ?? []
             if let i = entries.firstIndex(where: { $0.day == day && $0.halfPoints == half }) {
-                entries[i].votes += count
+                entries[i].votes = UInt32(clamping: Int64(entries[i].votes) + count)
             } else {
-                entries.append(DayVotes(day: day, halfPoints: half, votes: count))
+                entries.append(DayVotes(day: day, halfPoints: half, votes: UInt32(clamping: count)))
             }
             dayVotes[packed] = entries
             touched.insert(packed)

@@ -106,11 +106,20 @@ extension HeightEstimator {
     /// days of data (counted back from the index's latest day) reach `min_samples` and their
     /// mode differs from the all-time mode, they answer instead of the all-time votes (the
     /// docked samples, sources, safe areas and animations stay all-time). A key whose recent
-    /// votes agree with all of its history answers exactly as without ageing.
+    /// votes agree with all of its history answers exactly as without ageing, and a tie in the
+    /// recent votes keeps the served height (as `CountHistogram`'s incumbent does).
     func aged(_ whole: LevelStats, _ key: SeriesKey, in index: some HeightLevels) -> LevelStats {
         guard settings.voteHorizonDays > 0, let latest = index.latestVoteDay,
               let recent = index.recentVotes(of: key, sinceDay: latest - settings.voteHorizonDays + 1),
               recent.total >= settings.minSamples, let mode = recent.mode, mode != whole.votes.mode else { return whole }
+        // As with all-time votes, a tie keeps the served height: the recent mode must have strictly
+        // more recent votes than the all-time mode's bin.
+        var (modeVotes, servedVotes): (Int64, Int64) = (0, 0)
+        recent.forEachEntry { bin, count in
+            if bin == mode { modeVotes = count }
+            if bin == whole.votes.mode { servedVotes = count }
+        }
+        guard modeVotes > servedVotes else { return whole }
         var stats = whole
         stats.votes = recent
         return stats

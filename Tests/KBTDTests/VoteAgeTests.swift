@@ -194,3 +194,15 @@ struct VoteAgeRouteTests {
         #expect(height == 384 && samples == 1_800)
     }
 }
+
+@Suite("Ageing votes: a tie in the recent votes keeps the served height")
+struct VoteAgeTieTests {
+    @Test func aRecentTieDoesNotMoveTheAnswer() {
+        var index = HeightIndex()
+        for i in 0..<3 { index.apply(VoteAgeTests.batch("a\(i)", at: VoteAgeTests.today, network: "10.4.\(i).0", height: 346, count: 10).delta) }
+        for i in 3..<6 { index.apply(VoteAgeTests.batch("b\(i)", at: VoteAgeTests.today, network: "10.4.\(i).0", height: 360, count: 10).delta) }
+        #expect(HeightEstimator().estimate(VoteAgeTests.query("ja-JP"), in: index).height == 346, "15 recent votes against 15")
+        index.apply(VoteAgeTests.batch("c", at: VoteAgeTests.today, network: "10.4.6.0", height: 360, count: 10).delta)
+        #expect(HeightEstimator().estimate(VoteAgeTests.query("ja-JP"), in: index).height == 360)
+    }
+}

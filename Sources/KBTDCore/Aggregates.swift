@@ -67,6 +67,8 @@ public struct AggregateDelta: Sendable, Equatable {
     /// Docked samples and votes per OS release (major.minor) and bin (`recordRelease(os:)`):
     /// what lets a point release that moved keyboards answer for its own phones.
     public var releases: [ReleaseBin: ReleaseCount] = [:]
+    /// Votes per UTC day of receipt (`recordDay(receivedAt:)`): what ages the estimate's votes (`VoteAge.swift`).
+    public var dayVotes: [DayVoteBin: Int64] = [:]
 
     public init() {}
 
@@ -147,6 +149,7 @@ public struct AggregateDelta: Sendable, Equatable {
         sources.merge(other.sources) { $0.union($1) }
         screens.merge(other.screens, uniquingKeysWith: +)
         releases.merge(other.releases, uniquingKeysWith: +)
+        dayVotes.merge(other.dayVotes, uniquingKeysWith: +)
     }
 
     public var isEmpty: Bool {
@@ -275,6 +278,7 @@ extension AggregateDelta {
         kept.votes = votes.filter { isIncluded($0.key.series) }
         kept.sources = sources.filter { isIncluded($0.key) }
         kept.releases = releases.filter { isIncluded($0.key.series) }
+        kept.dayVotes = dayVotes.filter { isIncluded($0.key.series) }
         return kept
     }
 }

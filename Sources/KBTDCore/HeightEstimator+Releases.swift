@@ -9,7 +9,8 @@ extension HeightEstimator {
     /// on an earlier release from the key's data without the moved releases, each when
     /// it has the support a level needs (else the whole major answers, as before).
     func releaseSeries(_ key: SeriesKey, minor: Int?, in index: some HeightLevels) -> LevelStats? {
-        guard let whole = index.series(key) else { return nil }
+        guard let all = index.series(key) else { return nil }
+        let whole = aged(all, key, in: index)
         guard chain.releaseAware, let minor else { return whole }
         let releases = index.releases(of: key)
         guard !releases.isEmpty else { return whole }
@@ -21,9 +22,9 @@ extension HeightEstimator {
         let stats: LevelStats
         if let start = moved.last(where: { $0 <= minor }) {
             let end = moved.first(where: { $0 > minor }) ?? Int.max
-            stats = Self.level(of: releases.filter { $0.minor >= start && $0.minor < end }.map(\.stats), like: whole)
+            stats = Self.level(of: releases.filter { $0.minor >= start && $0.minor < end }.map(\.stats), like: all)
         } else {
-            stats = Self.level(whole, without: releases.filter { $0.minor >= firstMoved }.map(\.stats))
+            stats = Self.level(all, without: releases.filter { $0.minor >= firstMoved }.map(\.stats))
         }
         return supports(stats) ? stats : whole
     }

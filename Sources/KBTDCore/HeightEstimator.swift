@@ -55,6 +55,8 @@ public struct EstimatorSettings: Sendable, Equatable {
     public var defaultLandscapeHeight: Double = 209
     public var defaultDuration: Double = 0.25
     public var defaultCurve: Int = 7
+    /// Days of the latest data whose votes may outvote a key's all-time votes (`vote_horizon_days`; 0: votes never age).
+    public var voteHorizonDays = 14
 
     public init() {}
 }

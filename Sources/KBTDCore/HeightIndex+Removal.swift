@@ -14,6 +14,7 @@ extension HeightIndex {
             guard seriesSlots.removeValue(forKey: PackedSeriesKey(model: model, language: language, kind: kind, os: os)) != nil
             else { continue }
             removeReleases(of: PackedSeriesKey(model: model, language: language, kind: kind, os: os), osMajor: key.osMajor)
+            removeDayVotes(of: PackedSeriesKey(model: model, language: language, kind: kind, os: os))
             modelLanguageLevels.insert(PackedLevelKey(model: model, language: language, kind: kind))
             modelLevels.insert(PackedLevelKey(model: model, language: PackedLevelKey.anyLanguage, kind: kind))
         }

@@ -38,6 +38,10 @@ public struct HeightIndex: Sendable {
     var freeReleaseSlots: [UInt32] = []
     /// OS major → the minors with release data (a handful).
     public internal(set) var releaseMinors: [Int: Set<Int>] = [:]
+    /// Per exact key: its votes per UTC day for the last `dayVoteDaysKept` days of data (`VoteAge.swift`).
+    var dayVotes: [PackedSeriesKey: [DayVotes]] = [:]
+    /// The latest UTC day with votes: the end of every key's vote horizon (time is the data's, not a clock's).
+    public internal(set) var latestVoteDay: Int?
 
     public init() {}
 
@@ -95,6 +99,7 @@ public struct HeightIndex: Sendable {
         }
         for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }
         applyReleases(delta.releases)
+        applyDayVotes(delta.dayVotes)
     }
 
     private static func newSlot(_ stats: LevelStats, in slots: inout [LevelStats]) -> UInt32 {

@@ -19,14 +19,33 @@ public protocol HeightLevels {
     var osMajors: Set<Int> { get }
     /// The key's docked samples and votes per OS release of its major, ascending by minor.
     func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)]
+    /// The latest UTC day with votes (nil: no per-day votes; the estimate's votes do not age).
+    var latestVoteDay: Int? { get }
+    /// The key's votes from UTC day `sinceDay` on (nil when it has none).
+    func recentVotes(of key: SeriesKey, sinceDay: Int) -> CountHistogram?
 }
 
 extension HeightLevels {
+    /// Levels without per-day votes answer from all-time votes.
+    public var latestVoteDay: Int? { nil }
+    public func recentVotes(of key: SeriesKey, sinceDay: Int) -> CountHistogram? { nil }
+
     /// Levels without a release dimension (views that hide it) answer per OS major only.
     public func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)] { [] }
 }
 
 extension HeightIndex: HeightLevels {
+    public func recentVotes(of key: SeriesKey, sinceDay: Int) -> CountHistogram? {
+        guard let model = strings.id(key.model), let language = strings.id(key.language),
+              let type = strings.id(key.keyboardType), let os = strings.id(os: key.osMajor),
+              let entries = dayVotes[PackedSeriesKey(model: model, language: language,
+                                                     kind: PackedLevelKey.kind(orientation: key.orientation, keyboardType: type), os: os)]
+        else { return nil }
+        var votes = CountHistogram()
+        for entry in entries where Int(entry.day) >= sinceDay { votes.add(Int(entry.halfPoints), Int64(entry.votes)) }
+        return votes.total > 0 ? votes : nil
+    }
+
     public func series(_ key: SeriesKey) -> LevelStats? {
         slot(key).map { slots[Int($0)] }
     }

@@ -24,6 +24,7 @@ enum DeltaCoding {
         for (k, count) in delta.releases {
             lines.append("r|\(key(k.series))|\(k.minor)|\(k.halfPoints)|\(count.samples)|\(count.votes)")
         }
+        for (k, count) in delta.dayVotes { lines.append("d|\(key(k.series))|\(k.day)|\(k.halfPoints)|\(count)") }
         return lines.joined(separator: "\n")
     }
 
@@ -62,6 +63,9 @@ enum DeltaCoding {
                 guard let minor = Int(f[6]), let half = Int(f[7]), let samples = Int64(f[8]), let votes = Int64(f[9]) else { continue }
                 let bin = ReleaseBin(series: series, minor: minor, halfPoints: half)
                 delta.releases[bin] = (delta.releases[bin] ?? ReleaseCount(samples: 0, votes: 0)) + ReleaseCount(samples: samples, votes: votes)
+            case ("d", 9):
+                guard let day = Int(f[6]), let half = Int(f[7]), let count = Int64(f[8]) else { continue }
+                delta.dayVotes[DayVoteBin(series: series, day: day, halfPoints: half), default: 0] += count
             case ("k", 7):
                 guard let id = UInt64(f[6]) else { continue }
                 delta.sources[series, default: []].insert(SourceID(id))

@@ -19,4 +19,19 @@ extension PostgresSQL {
             """
         return b.query(sql)
     }
+
+    /// Votes per UTC day (`day_votes`, schema v10).
+    static func upsertDayVotes(_ rows: [(key: DayVoteBin, value: Int64)]) -> PostgresQuery {
+        var keys = KeyArrays(), days: [Int] = [], bins: [Double] = [], votes: [Int] = []
+        for (key, count) in rows {
+            keys.append(key.series); days.append(key.day); bins.append(HeightBin.points(key.halfPoints)); votes.append(Int(count))
+        }
+        let b = SQLBinds()
+        let sql = """
+            INSERT INTO day_votes(\(keyColumns), day, height_bin, votes)
+            SELECT * FROM unnest(\(keys.unnestArguments(b)), \(b(days))::int[], \(b(bins))::float8[], \(b(votes))::bigint[])
+            ON CONFLICT (\(keyColumns), day, height_bin) DO UPDATE SET votes = day_votes.votes + excluded.votes
+            """
+        return b.query(sql)
+    }
 }

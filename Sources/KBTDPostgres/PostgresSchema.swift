@@ -256,6 +256,21 @@ public enum PostgresSchema {
             )
             """,
         ]),
+        Migration(version: 10, name: "ageing votes: estimator votes per UTC day of receipt", sql: [
+            """
+            CREATE TABLE day_votes (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                day           INTEGER NOT NULL,
+                height_bin    DOUBLE PRECISION NOT NULL,
+                votes         BIGINT NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, day, height_bin)
+            )
+            """,
+        ]),
     ]
 
     static let migrator = SchemaMigrator(migrations)

@@ -155,6 +155,9 @@ extension PostgresTelemetryStore {
         if !delta.releases.isEmpty {
             try await connection.query(PostgresSQL.upsertReleaseCounts(delta.releases.sorted { $0.key < $1.key }), logger: logger)
         }
+        if !delta.dayVotes.isEmpty {
+            try await connection.query(PostgresSQL.upsertDayVotes(delta.dayVotes.sorted { $0.key < $1.key }), logger: logger)
+        }
     }
 
     /// Registers the commit's keys and decides which reach the index with the

@@ -66,6 +66,11 @@ extension PostgresTelemetryStore {
                 ReleaseBin(series: key, minor: minor, halfPoints: HeightBin.halfPoints(bin)),
                 default: ReleaseCount(samples: 0, votes: 0)] + ReleaseCount(samples: Int64(samples), votes: Int64(votes))
         }
+        for try await (m, o, l, r, k, day, bin, votes) in try await rows("SELECT \(columns), day, height_bin, votes FROM day_votes")
+            .decode((String, Int, String, String, String, Int, Double, Int).self) {
+            guard let key = series(m, o, l, r, k) else { continue }
+            delta.dayVotes[DayVoteBin(series: key, day: day, halfPoints: HeightBin.halfPoints(bin)), default: 0] += Int64(votes)
+        }
         if filter.screens {
             for try await (model, screen, count) in try await connection.query("SELECT model, screen, count FROM model_screens",
                                                                               logger: logger).decode((String, String, Int).self) {

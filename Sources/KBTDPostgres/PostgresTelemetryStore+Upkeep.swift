@@ -39,7 +39,7 @@ extension PostgresTelemetryStore {
         var arrays = KeyArrays()
         doomed.forEach { arrays.append($0) }
         for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                      "key_sources", "release_counts", "keys"] {
+                      "key_sources", "release_counts", "day_votes", "keys"] {
             let d = SQLBinds()
             try await connection.query(d.query("""
                 DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(d))))

@@ -232,6 +232,7 @@ extension SQLiteTelemetryStore {
             }
         }
         try writeReleases(delta.releases)
+        try writeDayVotes(delta.dayVotes)
         return newSources
     }
 }

@@ -66,6 +66,12 @@ extension SQLiteTelemetryStore {
                 Self.addRelease(row, key, to: &delta)
             }
         }
+        if try hasTable("day_votes") {
+            try read("SELECT \(keyColumns), day, height_bin, votes FROM day_votes") { row, key in
+                delta.dayVotes[DayVoteBin(series: key, day: Int(row.int(5)), halfPoints: HeightBin.halfPoints(row.double(6))),
+                               default: 0] += row.int(7)
+            }
+        }
         // A read-only open does not migrate: a database from before schema v4 has no screens yet.
         if screens ?? (condition == nil), try hasTable("model_screens") {
             try statement("SELECT model, screen, count FROM model_screens").forEachRow { row in

@@ -25,3 +25,21 @@ extension SQLiteTelemetryStore {
             + ReleaseCount(samples: row.int(7), votes: row.int(8))
     }
 }
+
+/// Votes per UTC day (`day_votes`, schema v10): written with each commit's other counts,
+/// read back with them when the index loads (the index keeps the last days; `VoteAge.swift`).
+extension SQLiteTelemetryStore {
+    static let upsertDayVotes = """
+        INSERT INTO day_votes(model, os_major, language, orientation, keyboard_type, day, height_bin, votes)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
+        """
+
+    func writeDayVotes(_ bins: [DayVoteBin: Int64]) throws(SQLiteError) {
+        guard !bins.isEmpty else { return }
+        let upsert = try statement(Self.upsertDayVotes)
+        for (bin, votes) in bins {
+            try upsert.run(Self.keyValues(bin.series) + [.int(Int64(bin.day)), .double(HeightBin.points(bin.halfPoints)), .int(votes)])
+        }
+    }
+}

@@ -28,7 +28,7 @@ extension SQLiteTelemetryStore {
                 if let key = Self.series(row) { doomed.append(key) }
             }
             for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                          "key_sources", "release_counts", "keys"] {
+                          "key_sources", "release_counts", "day_votes", "keys"] {
                 let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
                 for key in doomed { try delete.run(Self.keyValues(key)) }
             }

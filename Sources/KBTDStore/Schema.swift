@@ -194,6 +194,22 @@ enum Schema {
                 PRIMARY KEY (model, os_major, os_minor, language, orientation, keyboard_type, height_bin)
             ) WITHOUT ROWID;
             """),
+        Migration(version: 10, name: "ageing votes: estimator votes per UTC day of receipt", sql: """
+            -- The estimator's votes of each key again, per UTC day the batch arrived (Unix seconds
+            -- / 86400): the last vote_horizon_days of them may outvote a key's all-time votes.
+            -- Votes from before this version have no day; they stay in height_votes.
+            CREATE TABLE day_votes (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                day           INTEGER NOT NULL,
+                height_bin    REAL NOT NULL,
+                votes         INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, day, height_bin)
+            ) WITHOUT ROWID;
+            """),
     ]
 
     /// `PRAGMA application_id` of a kbtd database ("kbtd" in ASCII): tells

@@ -12,6 +12,8 @@ struct IndexMemory: ParsableCommand {
     @Option var count = 100_000
     /// OS releases each key was reported on (26.1, 26.2, ...): its entries in the release dimension.
     @Option var releases = 2
+    /// UTC days each key received votes on within the index's kept days (ageing votes, `VoteAge.swift`).
+    @Option var voteDays = 1
 
     func run() throws {
         let perModel = 100
@@ -29,6 +31,9 @@ struct IndexMemory: ParsableCommand {
                 for minor in 0..<max(0, releases) {
                     delta.releases[ReleaseBin(series: series, minor: minor + 1, halfPoints: 672)] = ReleaseCount(samples: 1, votes: 1)
                 }
+                for day in 0..<max(0, voteDays) {
+                    delta.dayVotes[DayVoteBin(series: series, day: 20_000 + day, halfPoints: 672)] = 1
+                }
             }
             return delta
         }
@@ -37,7 +42,7 @@ struct IndexMemory: ParsableCommand {
         var index = HeightIndex()
         for delta in deltas { index.apply(delta) }
         let added = (residentMiB(pid: pid) ?? .nan) - before
-        print(String(format: "index-memory: %d keys, %d (key, release) entries, %.1f MiB resident added, %.0f bytes per key",
-                     index.seriesCount, index.releaseCount, added, added * 1_048_576 / Double(max(1, index.seriesCount))))
+        print(String(format: "index-memory: %d keys, %d (key, release) entries, %d vote day(s) per key, %.1f MiB resident added, %.0f bytes per key",
+                     index.seriesCount, index.releaseCount, voteDays, added, added * 1_048_576 / Double(max(1, index.seriesCount))))
     }
 }

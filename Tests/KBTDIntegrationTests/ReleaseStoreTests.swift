@@ -72,7 +72,7 @@ struct ReleaseStoreTests {
         var versions: [Int] = []
         try SQLiteConnection(path: path, mode: .readOnly).prepare("SELECT version FROM schema_migrations ORDER BY version")
             .forEachRow { versions.append(Int($0.int(0))) }
-        #expect(versions == Array(1...9))
+        #expect(versions == Array(1...Schema.latestVersion))
         // The old counts answer 26.1 and 26.2 phones alike until a release shows it moved.
         _ = try store.commit([releaseBatch("n", os: "26.2", height: 384, count: 300, receivedAt: 2_000)])
         let after = try store.loadCounts()
@@ -144,7 +144,7 @@ struct ReleasePostgresMigrationTests {
         let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
         defer { database.close() }
         let store = try PostgresTelemetryStore(database: database, admission: { IndexAdmission() })
-        #expect(try postgres.psql("kbtd", "SELECT MAX(version) FROM schema_migrations") == "9")
+        #expect(try postgres.psql("kbtd", "SELECT MAX(version) FROM schema_migrations") == "\(PostgresSchema.latestVersion)")
         let counts = try store.loadCounts()
         let key = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
         #expect(counts.heights[HeightCountKey(series: key, placement: .docked, halfPoints: HeightBin.halfPoints(380))] == 1_500)

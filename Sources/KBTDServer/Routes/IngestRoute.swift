@@ -54,6 +54,7 @@ struct IngestRoute: Sendable {
                                                      screen: batch.device.screen, now: now)
             }
             pending.delta.recordRelease(os: batch.device.os)
+            pending.delta.recordDay(receivedAt: pending.receivedAt)
             outcome = try await writer.submit(pending)
         } catch {
             metrics.batch(.unavailable)

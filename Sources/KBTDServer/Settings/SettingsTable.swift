@@ -67,6 +67,8 @@ extension Setting {
         .int("max_votes_per_source", "Votes one untrusted network may add per key and height bin per day.", reloadable: true,
              1...1_000_000, \.maxVotesPerSource),
         .int("min_sources", "Distinct client networks a level needs before it answers.", reloadable: true, 1...8, \.estimator.minSources),
+        .int("vote_horizon_days", "Days of the latest data whose votes may outvote a key's all-time votes (0: votes never age).",
+             reloadable: true, 0...HeightIndex.dayVoteDaysKept, \.estimator.voteHorizonDays),
         Setting("ingest_tokens", "Comma-separated bearer tokens POST /v1/batches requires (empty: none).", reloadable: true,
                 parse: { text, settings in
                     settings.ingestTokens = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

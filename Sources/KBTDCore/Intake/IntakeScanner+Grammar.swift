@@ -41,14 +41,8 @@ extension IntakeScanner {
     }
 
     mutating func skipObject(depth: Int) throws(ParseError) {
-        guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth) levels") }
-        index += 1
+        guard try !open(closingWith: UInt8(ascii: "}"), depth: depth) else { return }
         var keys: Set<String> = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return
-        }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
@@ -61,26 +55,11 @@ extension IntakeScanner {
     }
 
     mutating func skipArray(depth: Int) throws(ParseError) {
-        guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth) levels") }
-        index += 1
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            return
-        }
+        guard try !open(closingWith: UInt8(ascii: "]"), depth: depth) else { return }
         while true {
             skipWhitespace()
             _ = try parseValue(depth: depth)
-            skipWhitespace()
-            guard index < bytes.count else { throw error("unexpected end of input") }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if bytes[index] == UInt8(ascii: "]") {
-                index += 1
-                return
-            } else {
-                throw error("expected ',' or ']'")
-            }
+            guard try endOfElement() else { return }
         }
     }
 }

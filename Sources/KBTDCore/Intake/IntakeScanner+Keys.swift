@@ -30,6 +30,34 @@ extension IntakeScanner {
 
     func duplicate(_ key: String) -> ParseError { error("duplicate key \"\(key.prefix(64))\"") }
 
+    /// At a container's opening `{` or `[`: checks the depth, steps over the opening byte and
+    /// answers whether the container is empty (`close` is next, and is stepped over too).
+    @inline(__always)
+    mutating func open(closingWith close: UInt8, depth: Int) throws(ParseError) -> Bool {
+        guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth) levels") }
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == close {
+            index += 1
+            return true
+        }
+        return false
+    }
+
+    /// After an array's element: `,` (true: another follows) or `]` (false).
+    mutating func endOfElement() throws(ParseError) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        if bytes[index] == UInt8(ascii: ",") {
+            index += 1
+            return true
+        } else if bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return false
+        }
+        throw error("expected ',' or ']'")
+    }
+
     /// After a member: `,` (true: another follows) or `}` (false).
     mutating func endOfMember() throws(ParseError) -> Bool {
         skipWhitespace()

@@ -110,15 +110,9 @@ struct IntakeScanner {
 
     /// The top-level object (as `JSONParser.parseObject`), recording batch_id, device and samples.
     mutating func scanRoot(depth: Int) throws(ParseError) {
-        guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth) levels") }
-        index += 1
+        guard try !open(closingWith: UInt8(ascii: "}"), depth: depth) else { return }
         var seen: UInt8 = 0
         var others: Set<String> = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return
-        }
         while true {
             let (field, name) = try readKey(Self.rootKeys)
             switch field {
@@ -151,16 +145,11 @@ struct IntakeScanner {
 
     /// `device` (as `JSONParser.parseObject`): the members the rules read, no tree.
     mutating func scanDevice(depth: Int) throws(ParseError) {
-        guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth) levels") }
-        index += 1
+        let empty = try open(closingWith: UInt8(ascii: "}"), depth: depth)
         device = DeviceMembers()
+        guard !empty else { return }
         var seen: UInt8 = 0
         var others: Set<String> = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return
-        }
         while true {
             let (field, name) = try readKey(Self.deviceKeys)
             let value = try parseValue(depth: depth)
@@ -178,17 +167,12 @@ struct IntakeScanner {
 
     /// `samples` (as `JSONParser.parseArray`): each entry is validated as soon as it closes.
     mutating func scanSamples(depth: Int) throws(ParseError) {
-        guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth) levels") }
-        index += 1
+        let empty = try open(closingWith: UInt8(ascii: "]"), depth: depth)
         entryCount = 0
         samples = []
         counter = SampleCounter()
         rejected = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            return
-        }
+        guard !empty else { return }
         if !counting { samples.reserveCapacity(min(rules.maxSamples, bytes.count / 64 + 1)) }
         while true {
             skipWhitespace()
@@ -214,31 +198,16 @@ struct IntakeScanner {
                     rejected.append(SampleError(index: entry, field: "sample", reason: "must be an object, not \(kind.typeName)"))
                 }
             }
-            skipWhitespace()
-            guard index < bytes.count else { throw error("unexpected end of input") }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if bytes[index] == UInt8(ascii: "]") {
-                index += 1
-                return
-            } else {
-                throw error("expected ',' or ']'")
-            }
+            guard try endOfElement() else { return }
         }
     }
 
     /// One sample object (as `JSONParser.parseObject`), its members in `SampleFields`.
     mutating func scanSample(depth: Int) throws(ParseError) -> SampleFields {
-        guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth) levels") }
-        index += 1
         var fields = SampleFields()
+        if try open(closingWith: UInt8(ascii: "}"), depth: depth) { return fields }
         var seen: UInt16 = 0
         var others: Set<String>?
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return fields
-        }
         var position = 0
         while true {
             skipWhitespace()

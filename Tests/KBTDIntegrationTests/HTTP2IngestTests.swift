@@ -12,7 +12,7 @@ struct HTTP2IngestTests {
         defer { #expect(daemon.stop() == 0) }
         let url = "https://127.0.0.1:\(daemon.port)/v1/batches"
         let batches = 8, copies = 3, samples = 20
-        var blocks: [String] = []
+        var uploads: [(file: String, output: String)] = []
         var outputs: [(batch: Int, file: String)] = []
         var files: [String] = []
         for batch in 0..<batches {
@@ -21,24 +21,14 @@ struct HTTP2IngestTests {
             for copy in 0..<copies {
                 let output = daemon.directory.appendingPathComponent("answer-\(batch)-\(copy).json").path
                 outputs.append((batch, output))
-                blocks.append("""
-                url = "\(url)"
-                http2
-                cacert = "\(pair.ca)"
-                request = "POST"
-                header = "Content-Type: application/json"
-                header = "Content-Encoding: gzip"
-                data-binary = "@\(file)"
-                output = "\(output)"
-                write-out = "%{http_code} %{http_version}\\n"
-
-                """)
+                uploads.append((file, output))
             }
         }
         // The copies of one batch are next to each other in the list: with 24 transfers in flight on
         // one connection, they race as streams of it.
         let configFile = daemon.directory.appendingPathComponent("batches.curl").path
-        try blocks.joined(separator: "next\n").write(toFile: configFile, atomically: true, encoding: .utf8)
+        try CurlUploads.writeConfig(to: configFile, url: url, ca: pair.ca, uploads: uploads,
+                                    writeOut: "%{http_code} %{http_version}")
         let run = try curl(["--parallel", "--parallel-max", String(batches * copies), "-K", configFile])
         #expect(run.status == 0, "\(run.stderr)")
         let lines = run.stdout.split(separator: "\n").map(String.init)

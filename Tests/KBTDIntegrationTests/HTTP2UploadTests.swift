@@ -15,25 +15,15 @@ struct HTTP2UploadTests {
         let url = "https://127.0.0.1:\(daemon.port)/v1/batches"
         let batches = 2_000, samples = 5
         // A few distinct bodies would do for the transport, but each batch needs its own batch_id.
-        var blocks: [String] = []
+        var uploads: [(file: String, output: String)] = []
         for batch in 0..<batches {
             let path = daemon.directory.appendingPathComponent("upload-\(batch).json.gz").path
             try Data(gzip(batchBody(samples: shows(samples, height: Double(300 + batch % 50))))).write(to: URL(fileURLWithPath: path))
-            blocks.append("""
-            url = "\(url)"
-            http2
-            cacert = "\(pair.ca)"
-            request = "POST"
-            header = "Content-Type: application/json"
-            header = "Content-Encoding: gzip"
-            data-binary = "@\(path)"
-            output = "/dev/null"
-            write-out = "%{http_code} %{http_version} %{num_connects}\\n"
-
-            """)
+            uploads.append((path, "/dev/null"))
         }
         let configFile = daemon.directory.appendingPathComponent("uploads.curl").path
-        try blocks.joined(separator: "next\n").write(toFile: configFile, atomically: true, encoding: .utf8)
+        try CurlUploads.writeConfig(to: configFile, url: url, ca: pair.ca, uploads: uploads,
+                                    writeOut: "%{http_code} %{http_version} %{num_connects}")
         // A bound, not a speed target: a loaded machine takes well under a minute for this.
         let run = try spawnAndWait("/usr/bin/curl", ["-sS", "--max-time", "120", "--parallel", "--parallel-max", "16",
                                                      "-K", configFile], timeout: 300)

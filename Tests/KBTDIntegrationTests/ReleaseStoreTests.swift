@@ -118,7 +118,7 @@ struct ReleaseRouteTests {
             try await expectAnswers(app)
             await app.app.shutdown()
         }
-        let again = try InProcessApp(database: database)  // shutdown() released the lock
+        let again = try await InProcessApp.reopened(database: database)
         try await expectAnswers(again)
     }
 }

@@ -61,7 +61,7 @@ struct CapacityTests {
             // After a restart the index is what the store marks admitted: the same answers.
             await app.app.shutdown()
         }
-        let again = try InProcessApp(environment: environment, database: database)  // shutdown() released the lock
+        let again = try await InProcessApp.reopened(environment: environment, database: database)
         #expect(try await again.metric("kbtd_index_keys") == 50)
         #expect(try await again.get("/v1/height?model=iPhone18,1&language=en-US&os=26.1").json?["height"] == .number(336))
         #expect(try await again.get("/v1/height?model=iPhone18,2&language=en-US&os=26.1").json?["height"] == .number(352))
@@ -165,7 +165,7 @@ struct CapacityTests {
         // After a restart, the untrusted share is still full and trusted peers still create keys.
         await app!.app.shutdown()
         app = nil
-        let again = try InProcessApp(environment: environment, database: database)  // shutdown() released the lock
+        let again = try await InProcessApp.reopened(environment: environment, database: database)
         let stranger = try await Self.post(again, from: "10.30.0.1", model: "iPhone18,4", samples: shows(2, height: 336))
         #expect(Self.accepted(stranger) == 0)
         let operatorKeys = try await Self.post(again, from: "unix", model: "iPhone18,5", samples: (0..<5).map {

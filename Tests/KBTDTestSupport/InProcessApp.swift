@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import KBTDCore
 import KBTDServer
+import KBTDStore
 import Logging
 import NIOCore
 import Synchronization
@@ -22,6 +23,24 @@ package final class InProcessApp: Sendable {
     package let database: String
     package let app: KBTDApp
     package let logger: Logger
+
+    /// An app on `database` after the app before it shut down. `shutdown()` closes the old app's
+    /// lock descriptor at once, but a child process another test spawns at that moment holds a copy
+    /// of every descriptor until it execs (`O_CLOEXEC` closes it only then), and the `flock` lasts as
+    /// long as any copy: while opening finds the lock held (`AlreadyLocked`, no other error), it is
+    /// asked again until a bounded deadline.
+    package static func reopened(environment: [String: String] = [:], database: String) async throws -> InProcessApp {
+        var opened: InProcessApp?
+        try await waitUntil("the database lock of the app that shut down (\(database))") {
+            do {
+                opened = try InProcessApp(environment: environment, database: database)
+                return true
+            } catch is AlreadyLocked {
+                return false
+            }
+        }
+        return opened!
+    }
 
     package init(environment: [String: String] = [:], database: String? = nil) throws {
         directory = TestPaths.temporaryDirectory()

@@ -24,6 +24,10 @@ public enum Replay {
         public var errorSum: Double = 0
         /// Samples served a wrong height (more than 0.5 pt off) meanwhile.
         public var wrongSamples: Int64 = 0
+        /// The same change (release, language, orientation, type, difference) happened on at least
+        /// `minimumShiftModels` models: a release that moved a keyboard, as `releaseMoved` sees one,
+        /// rather than one key's phones on a release measuring something else (a thin release of odd devices).
+        public var releaseWide = false
 
         public var meanError: Double { samples > 0 ? errorSum / Double(samples) : 0 }
     }
@@ -117,12 +121,30 @@ public enum Replay {
         }
         changes += open.values
         changes.sort { ($0.start, $0.cell) < ($1.start, $1.cell) }
+        var models: [ShiftKey: Set<String>] = [:]
+        for change in changes { models[ShiftKey(change), default: []].insert(change.cell.series.model) }
+        for i in changes.indices {
+            changes[i].releaseWide = models[ShiftKey(changes[i])]!.count >= HeightEstimator.minimumShiftModels
+        }
         return Result(changes: changes, served: EstimateBasis.allCases.compactMap { served[$0] },
                       steps: timeline.steps.count, samples: samples, scoredSamples: scored)
     }
 
-    /// One line of the changes' summary: the changes kbtd served from `basis` (nil: not found).
+    /// A change as seen across models: its release, keyboard and difference.
+    private struct ShiftKey: Hashable {
+        var major: Int, minor: Int, language: String, orientation: Orientation, keyboardType: String, difference: Int
+
+        init(_ change: Change) {
+            let key = change.cell.series
+            (major, minor, language, orientation, keyboardType, difference)
+                = (key.osMajor, change.cell.minor, key.language, key.orientation, key.keyboardType, change.to - change.from)
+        }
+    }
+
+    /// One line of the changes' summary: the release-wide changes or the others, that kbtd served
+    /// from `basis` (nil: not found).
     public struct ChangeRow: Sendable, Equatable {
+        public var releaseWide: Bool
         public var basis: EstimateBasis?
         public var changes: Int
         /// Samples (of the changed cell) to truth: median and max.
@@ -135,17 +157,19 @@ public enum Replay {
         public var meanError: Double
     }
 
-    /// The changes per basis that served the new height, in chain order, then those not found.
+    /// The release-wide changes, then the others; each per basis that served the new height, in
+    /// chain order, then those not found.
     public static func changeRows(_ changes: [Change]) -> [ChangeRow] {
-        let groups: [EstimateBasis?] = EstimateBasis.allCases.map(Optional.some) + [nil]
-        return groups.compactMap { basis in
-            let chosen = changes.filter { $0.basis == basis }
+        let bases: [EstimateBasis?] = EstimateBasis.allCases.map(Optional.some) + [nil]
+        let groups = [true, false].flatMap { wide in bases.map { (wide, $0) } }
+        return groups.compactMap { wide, basis in
+            let chosen = changes.filter { $0.basis == basis && $0.releaseWide == wide }
             guard !chosen.isEmpty else { return nil }
             let samples = chosen.map(\.samples).sorted()
             let seconds = chosen.map { ($0.found ?? $0.start) - $0.start }.sorted()
             let total = samples.reduce(0, +)
             let errors = chosen.reduce(0) { $0 + $1.errorSum }
-            return ChangeRow(basis: basis, changes: chosen.count, medianSamples: samples[(samples.count - 1) / 2],
+            return ChangeRow(releaseWide: wide, basis: basis, changes: chosen.count, medianSamples: samples[(samples.count - 1) / 2],
                              maxSamples: samples.last!, medianSeconds: seconds[(seconds.count - 1) / 2],
                              maxSeconds: seconds.last!, meanError: total > 0 ? errors / Double(total) : 0)
         }

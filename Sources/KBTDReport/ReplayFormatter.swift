@@ -4,7 +4,7 @@ import KBTDCore
 public enum ReplayFormatter {
     static let servedColumns = ["basis", "samples", "mae_pt", "within_0.5pt"]
     static let changeColumns = [
-        "served_from", "changes", "median_samples", "max_samples", "median_time", "max_time", "mae_meanwhile_pt",
+        "change", "served_from", "changes", "median_samples", "max_samples", "median_time", "max_time", "mae_meanwhile_pt",
     ]
 
     public static func render(_ result: Replay.Result, chain: String, resolution: ReplayTimeline.Resolution,
@@ -31,6 +31,7 @@ public enum ReplayFormatter {
             })),
             ("changes", .array(Replay.changeRows(result.changes).map { row in
                 .object([
+                    ("release_wide", .bool(row.releaseWide)),
                     ("served_from", row.basis.map { .string($0.rawValue) } ?? .null), ("changes", .int(Int64(row.changes))),
                     ("median_samples", .int(row.medianSamples)), ("max_samples", .int(row.maxSamples)),
                     ("median_seconds", .int(row.medianSeconds)), ("max_seconds", .int(row.maxSeconds)),
@@ -40,6 +41,21 @@ public enum ReplayFormatter {
         ])
     }
 
+    /// Every change, for digging in (`kbtd evaluate --replay --cases`): one CSV line each.
+    public static func changesCSV(_ changes: [Replay.Change]) -> String {
+        var out = "model,os,language,orientation,keyboard_type,from_pt,to_pt,start,found,seconds,change,served_from,samples,wrong_samples,mae_meanwhile_pt\n"
+        for change in changes {
+            let key = change.cell.series
+            out += [
+                key.model, "\(key.osMajor).\(change.cell.minor)", key.language, key.orientation.rawValue, key.keyboardType,
+                "\(HeightBin.points(change.from))", "\(HeightBin.points(change.to))", String(change.start),
+                change.found.map { String($0) } ?? "", change.found.map { String($0 - change.start) } ?? "",
+                change.releaseWide ? "release-wide" : "one key", change.basis?.rawValue ?? "not found", String(change.samples), String(change.wrongSamples), "\(change.meanError)",
+            ].map(StatsFormatter.csvField).joined(separator: ",") + "\n"
+        }
+        return out
+    }
+
     static func servedCells(_ row: Replay.Served) -> [String] {
         [row.basis.rawValue, String(row.samples), StatsFormatter.fixed(row.meanError, 2),
          StatsFormatter.fixed(row.withinShare * 100, 1) + "%"]
@@ -47,7 +63,7 @@ public enum ReplayFormatter {
 
     static func changeCells(_ row: Replay.ChangeRow) -> [String] {
         let found = row.basis != nil
-        return [row.basis?.rawValue ?? "not found", String(row.changes), String(row.medianSamples), String(row.maxSamples),
+        return [row.releaseWide ? "release-wide" : "one key", row.basis?.rawValue ?? "not found", String(row.changes), String(row.medianSamples), String(row.maxSamples),
                 found ? duration(row.medianSeconds) : "-", found ? duration(row.maxSeconds) : "-",
                 StatsFormatter.fixed(row.meanError, 2)]
     }
@@ -67,13 +83,13 @@ public enum ReplayFormatter {
     static func csv(_ result: Replay.Result) -> String {
         var out = "table," + changeColumns.joined(separator: ",") + "\n"
         for row in Replay.changeRows(result.changes) {
-            out += (["changes", row.basis?.rawValue ?? "not found", String(row.changes), String(row.medianSamples),
+            out += (["changes", row.releaseWide ? "release-wide" : "one key", row.basis?.rawValue ?? "not found", String(row.changes), String(row.medianSamples),
                      String(row.maxSamples), String(row.medianSeconds), String(row.maxSeconds), "\(row.meanError)"])
                 .map(StatsFormatter.csvField).joined(separator: ",") + "\n"
         }
-        out += "table," + servedColumns.joined(separator: ",") + "\n"
+        out += "table,," + servedColumns.joined(separator: ",") + "\n"
         for row in result.served {
-            out += (["served", row.basis.rawValue, String(row.samples), "\(row.meanError)", "\(row.withinShare)"])
+            out += (["served", "", row.basis.rawValue, String(row.samples), "\(row.meanError)", "\(row.withinShare)"])
                 .map(StatsFormatter.csvField).joined(separator: ",") + "\n"
         }
         return out
@@ -95,7 +111,8 @@ public enum ReplayFormatter {
 
     static func table(_ result: Replay.Result, chain: String, resolution: ReplayTimeline.Resolution) -> String {
         guard result.steps > 0 else { return "nothing to replay: no counts with a release and a day (kbtd 0.x data only)\n" }
-        var out = "changes (a key's height on a release differs from what its phones measured before), by the basis that served the new height:\n"
+        var out = "changes (a key's height on a release differs from what its phones measured before; release-wide: the same change on "
+            + "at least 3 models), by the basis that served the new height:\n"
         let rows = Replay.changeRows(result.changes)
         out += rows.isEmpty ? "no change\n" : aligned(changeColumns, rows.map(changeCells))
         out += "\nwhat the replayed phones were served, by basis:\n"

@@ -27,6 +27,10 @@ extension Evaluate {
         }
         let timeline = ReplayTimeline(counts: counts, receipts: receipts, minSamples: settings.estimator.minSamples)
         let result = Replay.run(timeline, estimator: HeightEstimator(settings: settings.estimator, chain: chain.value))
+        if cases {
+            FileHandle.standardOutput.write(Data(ReplayFormatter.changesCSV(result.changes).utf8))
+            return
+        }
         let chosen = format ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
         FileHandle.standardOutput.write(Data(ReplayFormatter.render(result, chain: chain.rawValue, resolution: timeline.resolution,
                                                                     as: chosen).utf8))

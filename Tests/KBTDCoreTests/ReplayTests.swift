@@ -51,7 +51,7 @@ struct ReplayTests {
         // One change per model: ja-JP on 26.2. en-US on 26.2 and everything on 26.1 stayed put.
         #expect(result.changes.count == 5, "\(result.changes)")
         for change in result.changes {
-            #expect(change.cell.series.language == "ja-JP" && change.cell.minor == 2)
+            #expect(change.cell.series.language == "ja-JP" && change.cell.minor == 2 && change.releaseWide)
             #expect(change.to - change.from == 8)  // 4 pt, in half points
             // Found once three models have min_samples (20) there: the first two models wait for
             // the third's second batch, the rest are served at their second batch.
@@ -99,7 +99,7 @@ struct ReplayTests {
         #expect(result.changes.count == 1, "\(result.changes)")
         let change = result.changes[0]
         #expect(change.from == HeightBin.halfPoints(ReleaseFleet.base(ReleaseFleet.models[0])) && change.to == change.from + 12)
-        #expect(change.basis == .modelOSLanguage)
+        #expect(change.basis == .modelOSLanguage && !change.releaseWide)
         // The new height's 30 a day outvote the old 100 a day once fewer than 4 old days are left in the
         // last 14: day 20, eleven days and 330 samples after the change; within the horizon.
         let found = change.found ?? .max

@@ -56,7 +56,7 @@ struct ReplayCommandTests {
         // Five changes (ja-JP on 26.2, one per model), all served from the release's own data
         // within three batches of 10 of the changed key, minutes after the first one.
         #expect(changes.count == 1, "\(current.stdout)")
-        #expect(changes.first?["served_from"] == .string("model+os+language"))
+        #expect(changes.first?["served_from"] == .string("model+os+language") && changes.first?["release_wide"] == .bool(true))
         #expect(changes.first?["changes"] == .number(5))
         #expect((changes.first?["max_samples"]?.double ?? .infinity) <= 30)
         let seconds = changes.first?["max_seconds"]?.double ?? .infinity
@@ -72,7 +72,10 @@ struct ReplayCommandTests {
 
         let table = try runKBTD(["evaluate", "--replay", "--database", path, "--format", "table"])
         #expect(table.status == 0 && table.stdout.contains("served_from") && table.stdout.contains("model+os+language"))
-        #expect(table.stdout.contains("batch receipts, to the second"))
+        #expect(table.stdout.contains("batch receipts, to the second") && table.stdout.contains("release-wide"))
+        let cases = try runKBTD(["evaluate", "--replay", "--cases", "--database", path])
+        let lines = cases.stdout.split(separator: "\n")
+        #expect(cases.status == 0 && lines.count == 6 && lines.dropFirst().allSatisfy { $0.contains("ja-JP") && $0.contains(",26.2,") })
     }
 
     @Test func replayRefusesFiltersItCannotApply() throws {

@@ -40,7 +40,7 @@ struct KBTDFleet: AsyncParsableCommand {
     var osShift: [String] = []
 
     @Option(name: .customLong("release-from"),
-            help: "With a MAJOR.MINOR --os-shift: the share of the run (0-1, by device order) before the release ships; no device runs it before (those the tables put on it run the minor before). Default 0.")
+            help: "With a MAJOR.MINOR --os-shift: the share of the run (0-1, by device order) before the release ships; no device runs it before (those the tables put on it run the minor before).")
     var releaseFrom: Double = 0
 
     @Option(name: .customLong("release-share"),

@@ -106,8 +106,12 @@ public struct ReplayTimeline: Sendable {
             batches[ReceiptGroup(model: receipt.model, major: major, minor: minor, day: day), default: []].append(receipt)
             receiptDays.insert(ModelDay(model: receipt.model, major: major, day: day))
         }
-        for key in Array(batches.keys) { batches[key]!.sort { $0.receivedAt < $1.receivedAt } }
-        func accepted(_ group: ReceiptGroup) -> Double { Double(batches[group]?.reduce(0) { $0 + $1.accepted } ?? 0) }
+        var acceptedSums: [ReceiptGroup: Double] = [:]
+        for key in Array(batches.keys) {
+            batches[key]!.sort { $0.receivedAt < $1.receivedAt }
+            acceptedSums[key] = Double(batches[key]!.reduce(0) { $0 + $1.accepted })
+        }
+        func accepted(_ group: ReceiptGroup) -> Double { acceptedSums[group] ?? 0 }
 
         // Each key's votes per day, per bin; and its releases' counts per bin.
         var days: [SeriesBin: [(day: Int, votes: Int64)]] = [:]

@@ -78,6 +78,34 @@ struct ReplayCommandTests {
         #expect(cases.status == 0 && lines.count == 6 && lines.dropFirst().allSatisfy { $0.contains("ja-JP") && $0.contains(",26.2,") })
     }
 
+    @Test func replayFollowsAChangeWithNoReleaseAcrossDaysWithinTheVoteHorizon() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("ageing.sqlite").path
+        do {
+            // 100 samples a day at 336 for ten days, then 30 a day at 342 on the same release.
+            let store = try SQLiteTelemetryStore(path: path)
+            for day in 0..<30 {
+                let time = Self.start + Int64(day) * 86_400 + 3_600
+                var batch = releaseBatch("d\(day)", os: "26.1", language: "en-US", height: day < 10 ? 336 : 342,
+                                         count: day < 10 ? 100 : 30, receivedAt: time)
+                batch.delta.recordDay(receivedAt: time)
+                #expect(try store.commit([batch]).stored == [true])
+            }
+        }
+        let aged = try runKBTD(["evaluate", "--replay", "--cases", "--database", path])
+        #expect(aged.status == 0, "\(aged.stderr)")
+        let lines = aged.stdout.split(separator: "\n").map(String.init)
+        // One change, 336 -> 342, served ten days (864,000 s) and 330 samples after it began.
+        #expect(lines.count == 2 && lines[1].contains(",336.0,342.0,") && lines[1].contains(",864000,one key,model+os+language,330,"),
+                "\(aged.stdout)")
+
+        let config = directory.appendingPathComponent("kbtd.conf")
+        try "vote_horizon_days = 0\n".write(to: config, atomically: true, encoding: .utf8)
+        let off = try runKBTD(["evaluate", "--replay", "--cases", "--database", path, "--config", config.path])
+        #expect(off.status == 0 && off.stdout.contains(",one key,not found,600,600,6.0"), "\(off.stdout)\(off.stderr)")
+    }
+
     @Test func replayRefusesFiltersItCannotApply() throws {
         let refused = try runKBTD(["evaluate", "--replay", "--model", "iPhone17,1"])
         #expect(refused.status == 64 && refused.stderr.contains("--replay"))

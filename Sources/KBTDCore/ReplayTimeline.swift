@@ -55,9 +55,10 @@ public struct ReplayStep: Sendable {
 /// and UTC day of receipt (`day_votes`, votes only), and per batch its receipt second, model,
 /// OS release and sample count (`batches`, kept `batch_retention_days`). The replay takes each
 /// (key, release)'s counts, spreads them over the days the key's votes of that height arrived
-/// (each bin's release and day shares taken as independent: exact where a key has one release
-/// or one day), then over that day's batches of the same model and release in proportion to
-/// their samples. Counts with no time (from before releases or days were stored, or whose day
+/// (proportional fitting to both the releases' counts and the days' votes, starting from the
+/// samples each (model, release) sent that day: a release gets nothing on a day none of its
+/// batches arrived; exact where a key has one release or one day), then over that day's batches
+/// of the same model and release in proportion to their samples. Counts with no time (from before releases or days were stored, or whose day
 /// or batches are gone) form the `history`, applied before the first step and not scored.
 public struct ReplayTimeline: Sendable {
     /// What has no time: applied first, not scored.

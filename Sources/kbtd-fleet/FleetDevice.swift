@@ -50,15 +50,19 @@ struct FleetPlan: Sendable {
     let osShifts: [Int: Double]
     /// Shifts of one OS release (major.minor), optionally of one language (`--os-shift 26.2:ja-JP=4`).
     let releaseShifts: [ReleaseShift]
+    /// When the shifted releases ship and how many devices run them (`--release-from`, `--release-share`).
+    let rollout: ReleaseRollout
     /// Identifier -> family, with a popularity weight.
     private let phones: [((String, ModelFamily), Double)]
     private let pads: [((String, ModelFamily), Double)]
 
-    init(families: [ModelFamily], seed: UInt64, osShifts: [Int: Double] = [:], releaseShifts: [ReleaseShift] = []) {
+    init(families: [ModelFamily], seed: UInt64, osShifts: [Int: Double] = [:], releaseShifts: [ReleaseShift] = [],
+         rollout: ReleaseRollout = ReleaseRollout()) {
         self.families = families
         self.seed = seed
         self.osShifts = osShifts
         self.releaseShifts = releaseShifts
+        self.rollout = rollout
         // Newer phones are more common; iPads are weighted evenly.
         let popularity: [Int: Double] = [10: 2, 11: 3, 12: 5, 13: 7, 14: 9, 15: 9, 16: 9, 17: 8, 18: 6]
         var phones: [((String, ModelFamily), Double)] = []
@@ -85,7 +89,8 @@ struct FleetPlan: Sendable {
         let isPad = !pads.isEmpty && random.chance(0.12)
         let (model, family) = random.pick(isPad || phones.isEmpty ? pads : phones)
         let major = Int(model.drop { !$0.isNumber }.prefix { $0.isNumber }) ?? 0
-        let os = random.pick(Self.osVersions(isPad: isPad, major: major))
+        let os = rollout.os(random.pick(Self.osVersions(isPad: isPad, major: major)), device: index, seed: seed,
+                            releases: releaseShifts)
         var languages = [random.pick(Self.languages)]
         if !languages[0].hasPrefix("en"), random.chance(0.4) { languages.append("en-US") }
         let skew: Double = random.pick([
@@ -119,6 +124,30 @@ struct FleetPlan: Sendable {
         case 12...17: return [("26.1", 0.4), ("26.0.1", 0.15), ("18.6.2", 0.35), ("18.5", 0.1)]
         default: return [("26.1", 0.7), ("26.0.1", 0.2), ("26.2", 0.1)]
         }
+    }
+}
+
+/// When the shifted releases of `--os-shift MAJOR.MINOR...` ship: devices are simulated (and send)
+/// roughly in index order, so device `firstDevice` is the release's first day. Before it, no device
+/// runs a shifted release (a device the tables put on one runs the minor before); from it on, a
+/// device that runs the release's major runs the release with probability `share` (nil: as the tables say).
+struct ReleaseRollout: Sendable, Equatable {
+    var firstDevice = 0
+    var share: Double?
+
+    func os(_ drawn: String, device index: Int, seed: UInt64, releases: [ReleaseShift]) -> String {
+        guard firstDevice > 0 || share != nil else { return drawn }
+        let parts = drawn.split(separator: ".").map { Int($0) ?? -1 }
+        for release in releases where parts.first == release.major {
+            let onIt = release.applies(to: drawn)
+            let earlier = "\(release.major).\(max(release.minor - 1, 0))"
+            if index < firstDevice { return onIt ? earlier : drawn }
+            guard let share else { return drawn }
+            // A stream of its own, so the rest of the device is the one the same seed always draws.
+            var random = SplitMix64(seed: seed ^ 0x0005_21EA_5E00, stream: UInt64(index))
+            return random.chance(share) ? "\(release.major).\(release.minor)" : (onIt ? earlier : drawn)
+        }
+        return drawn
     }
 }
 

@@ -39,6 +39,14 @@ struct KBTDFleet: AsyncParsableCommand {
             help: "MAJOR=POINTS: every docked keyboard on that OS major is POINTS taller than the table (repeatable), e.g. 26=4; MAJOR.MINOR[:LANGUAGE]=POINTS: the same on one release, for one language, e.g. 26.2:ja-JP=+4.")
     var osShift: [String] = []
 
+    @Option(name: .customLong("release-from"),
+            help: "With a MAJOR.MINOR --os-shift: the share of the run (0-1, by device order) before the release ships; no device runs it before (those the tables put on it run the minor before).")
+    var releaseFrom: Double = 0
+
+    @Option(name: .customLong("release-share"),
+            help: "With a MAJOR.MINOR --os-shift: from --release-from on, the share (0-1) of devices on that OS major that run the release. Default: the tables' own share (10% of the newest phones for 26.2).")
+    var releaseShare: Double?
+
     @Option(help: "Give up on undelivered batches after this many seconds.")
     var timeout: Double = 600
 
@@ -49,6 +57,13 @@ struct KBTDFleet: AsyncParsableCommand {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         _ = try osShifts()
         _ = try releaseShifts()
+        guard (0...1).contains(releaseFrom) else { throw ValidationError("--release-from must be a share of the run from 0 to 1, got \(releaseFrom)") }
+        if let releaseShare, !(0...1).contains(releaseShare) {
+            throw ValidationError("--release-share must be a share of devices from 0 to 1, got \(releaseShare)")
+        }
+        if (releaseFrom > 0 || releaseShare != nil), try releaseShifts().isEmpty {
+            throw ValidationError("--release-from and --release-share need a release --os-shift (MAJOR.MINOR[:LANGUAGE]=POINTS)")
+        }
         guard let parsed = URL(string: url), parsed.scheme == "http" || parsed.scheme == "https", parsed.host != nil else {
             throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8420")
         }
@@ -65,7 +80,9 @@ struct KBTDFleet: AsyncParsableCommand {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("kbtd-fleet-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let started = Date()
-        let runner = FleetRunner(plan: FleetPlan(families: families, seed: seed, osShifts: try osShifts(), releaseShifts: try releaseShifts()), deviceCount: devices, baseURL: baseURL,
+        let runner = FleetRunner(plan: FleetPlan(families: families, seed: seed, osShifts: try osShifts(), releaseShifts: try releaseShifts(),
+                                                       rollout: ReleaseRollout(firstDevice: Int((releaseFrom * Double(devices)).rounded()),
+                                                                               share: releaseShare)), deviceCount: devices, baseURL: baseURL,
                                  concurrency: concurrency, transport: transport, scratch: scratch,
                                  deadline: started.addingTimeInterval(timeout), now: started)
         print("kbtd-fleet: \(devices) devices, seed \(seed), \(families.count) model families from \(dataDirectory.path), sending to \(url)")

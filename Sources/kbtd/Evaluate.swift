@@ -20,12 +20,20 @@ struct Evaluate: ParsableCommand {
     @Option(help: "table, json or csv. Default: table on a terminal, json otherwise.") var format: StatsFormat?
     @Option(help: "current (default), before-os-aware (the chain before the OS-aware levels and the screen level) or before-releases (level 1 per OS major only), for comparison.") var chain: ChainOption = .current
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
-    @Flag(help: "Print every case (one CSV line per answer) instead of the summary.") var cases = false
+    @Flag(help: "Print every case (one CSV line per answer; with --replay, per change) instead of the summary.") var cases = false
     @Flag(help: "Instead: ask every (key, OS release) with min_samples docked samples with its release, against that release's own mode, for the current chain and the chain before releases.") var releases = false
+    @Flag(help: "Instead: replay the database's samples in time order (batch receipts, else UTC days) through the chain; per basis, samples and time from a key's height changing on a release to kbtd serving it, and the error served meanwhile.") var replay = false
 
-    func validate() throws { try validateOSOption(os) }
+    func validate() throws {
+        try validateOSOption(os)
+        if replay && releases { throw ValidationError("--replay cannot be combined with --releases") }
+        if replay && (model != nil || language != nil || os != nil) {
+            throw ValidationError("--replay replays the whole database: --model, --language and --os do not apply")
+        }
+    }
 
     func run() throws {
+        if replay { return try runReplay() }
         let (settings, index) = try loadIndex(config: config, database: database)
         let estimator = HeightEstimator(settings: settings.estimator, chain: chain.value)
         if releases {

@@ -4,7 +4,7 @@ import KBTDCore
 import KBTDReport
 import KBTDServer
 
-struct Evaluate: ParsableCommand {
+struct Evaluate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Backtest the fallback chain on the database's own data: per basis, how far its answers are from the truth.",
         discussion: """
@@ -25,8 +25,8 @@ struct Evaluate: ParsableCommand {
 
     func validate() throws { try validateOSOption(os) }
 
-    func run() throws {
-        let (settings, index) = try loadIndex(config: config, database: database)
+    func run() async throws {
+        let (settings, index) = try await loadIndex(config: config, database: database)
         let estimator = HeightEstimator(settings: settings.estimator, chain: chain.value)
         if releases {
             FileHandle.standardOutput.write(Data(Self.releaseTable(index, settings: settings.estimator).utf8))

@@ -76,9 +76,9 @@ public final class KBTDApp: Sendable {
             // Creates and migrates the database; its admitted keys seed the index.
             try DatabaseFile.prepare(path, mode: fileMode)
             lock = try ExclusiveLock(path: path, what: "database", mode: fileMode)
-            let store = try openStore()
+            let store = try StoreLocation.sqliteWriter(path, initial, admission: admission)
             index.apply(try store.loadIndexCounts())
-            try keyGate.remember(everyKeyIn: store)
+            try keyGate.remember(everyKeyOf: store.forEachKey)
             ledger = try store.loadLedger(day: today)
         } catch let error as SQLiteError where error.isTransient {
             // A read-only or full file system under an existing database: serve
@@ -86,7 +86,7 @@ public final class KBTDApp: Sendable {
             logger.error("database \(path) is not writable (\(error)); serving read-only until it is")
             if let store = try? SQLiteTelemetryStore(path: path, access: .readOnly) {
                 if let counts = try? store.loadIndexCounts() { index.apply(counts) }
-                try? keyGate.remember(everyKeyIn: store)
+                try? keyGate.remember(everyKeyOf: store.forEachKey)
                 if let kept = try? store.loadLedger(day: today) { ledger = kept }
             }
         } }

@@ -3,7 +3,6 @@ import KBTDCore
 import KBTDPostgres
 import KBTDStore
 import Logging
-import NIOPosix
 
 /// A kbtd node's side of a shared PostgreSQL database: the pool, the index it
 /// starts from, the writer's store factory, and the catch-up with other

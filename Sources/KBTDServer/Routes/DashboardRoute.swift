@@ -4,7 +4,6 @@ import Hummingbird
 import KBTDCore
 import KBTDReport
 import KBTDStore
-import NIOPosix
 
 /// `GET /dashboard`: the charts page (`DashboardPage`), drawn from the
 /// database (read-only, like `/v1/stats`), the live height index's estimates

@@ -4,7 +4,6 @@ import KBTDCore
 import KBTDPostgres
 import KBTDReport
 import KBTDStore
-import NIOPosix
 
 /// `/healthz`, `/metrics` and `/v1/stats` (`/dashboard` is beside). The last
 /// two sit behind `AdminAccessMiddleware`.

@@ -1,6 +1,9 @@
 import Dispatch
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Threads of kbtd's own, as a `TaskExecutor`, for a store whose calls block
 /// (SQLite: a read, a commit's fsync). The store protocols are async; SQLite
@@ -22,13 +25,16 @@ public final class StoreThreads: TaskExecutor, Sendable {
         var stopping = false
     }
 
+    /// The threads' name (`currentName`).
+    public let name: String
     private let state = Mutex(State())
     /// Counts jobs queued (and one per thread at `stop()`): an idle thread sleeps on it.
     private let queued = DispatchSemaphore(value: 0)
     private let count: Int
 
-    /// Starts `count` threads named `name` (with their number when more than one).
+    /// Starts `count` threads, which `currentName` names `name`.
     public init(name: String, count: Int = 1) {
+        self.name = name
         self.count = count
         for number in 0..<count {
             let thread = Thread { [self] in self.work() }
@@ -49,7 +55,16 @@ public final class StoreThreads: TaskExecutor, Sendable {
         for _ in 0..<count { queued.signal() }
     }
 
+    /// The name of the `StoreThreads` the calling thread belongs to, nil on any other
+    /// thread (the cooperative pool's, an event loop's). The kernel's thread name cannot
+    /// tell: a Linux thread inherits its creator's, and Foundation does not change it.
+    public static var currentName: String? {
+        pthread_getspecific(ownerKey).map { Unmanaged<StoreThreads>.fromOpaque($0).takeUnretainedValue().name }
+    }
+
     private func work() {
+        // Unretained: the thread's closure holds `self` until `work` returns.
+        pthread_setspecific(ownerKey, Unmanaged.passUnretained(self).toOpaque())
         let executor = asUnownedTaskExecutor()
         while true {
             queued.wait()
@@ -64,3 +79,10 @@ public final class StoreThreads: TaskExecutor, Sendable {
         }
     }
 }
+
+/// The `StoreThreads` each of its threads belongs to (`StoreThreads.currentName`).
+private let ownerKey: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key, nil)
+    return key
+}()

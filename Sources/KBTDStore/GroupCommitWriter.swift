@@ -60,6 +60,8 @@ public final class GroupCommitWriter: Sendable {
         var capacity: Int
         var stopping = false
         var stopped = false
+        /// `shutdown()` calls waiting for the writer's task to finish.
+        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
         var lastError: String?
         var heartbeat = ContinuousClock.now
         var storedBatches = 0
@@ -98,7 +100,6 @@ public final class GroupCommitWriter: Sendable {
     public let maxBatchesPerCommit: Int
     private let state: Mutex<State>
     private let wakeup = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
     private let logger: Logger
 
     /// Starts the writer thread, which opens the store with `openStore` and
@@ -167,15 +168,16 @@ public final class GroupCommitWriter: Sendable {
     public var totals: (stored: Int, duplicates: Int) { state.withLock { ($0.storedBatches, $0.duplicateBatches) } }
 
     /// Stops taking batches, commits everything already queued, and returns
-    /// when the writer thread has finished (blocking; call off the event loops).
-    public func shutdown() {
-        let alreadyStopped = state.withLock { state -> Bool in
-            defer { state.stopping = true }
-            return state.stopped
+    /// once the writer's task has finished (awaiting it: no thread waits).
+    public func shutdown() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let stopped = state.withLock { state -> Bool in
+                state.stopping = true
+                if !state.stopped { state.shutdownWaiters.append(done) }
+                return state.stopped
+            }
+            if stopped { done.resume() } else { wakeup.signal() }
         }
-        guard !alreadyStopped else { return }
-        wakeup.signal()
-        finished.wait()
     }
 
     private func run(openStore: () async throws -> any TelemetryStore, upkeep: Upkeep, onCommit: CommitObserver) async {
@@ -243,8 +245,12 @@ public final class GroupCommitWriter: Sendable {
                 for job in jobs { job.continuation.resume(throwing: WriteError.unavailable(reason)) }
             }
         }
-        state.withLock { $0.stopped = true }
-        finished.signal()
+        let waiters = state.withLock { state in
+            state.stopped = true
+            defer { state.shutdownWaiters = [] }
+            return state.shutdownWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Sleeps the writer's own thread until a batch is queued, or half a second

@@ -44,12 +44,7 @@ struct StoreThreadsTests {
         }
         #expect(try await writer.submit(pendingBatch("a")) == .stored)
         #expect(try await writer.submit(pendingBatch("a")) == .duplicate)
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                writer.shutdown()
-                done.resume()
-            }
-        }
+        await writer.shutdown()
         #expect(commits.withLock { $0 } == ["kbtd-writer", "kbtd-writer"])
         await #expect(throws: WriteError.shuttingDown) { try await writer.submit(pendingBatch("b")) }
     }

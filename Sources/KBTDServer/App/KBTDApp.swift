@@ -226,20 +226,11 @@ public final class KBTDApp: Sendable {
         keyGate.update(next.keyLimits)
     }
 
-    /// Stops taking batches and commits everything queued. The writer's
-    /// shutdown blocks until its thread ends, so it runs on a thread of its
-    /// own, never on the cooperative pool (two threads here: a blocked one
-    /// stalls half of every other task).
+    /// Stops taking batches and commits everything queued (awaiting the writer's task).
     public func shutdown() async {
         // The catch-up first: nothing is applied to the index once the writer stops.
         await background.shutdown()
-        let writer = self.writer
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                writer.shutdown()
-                done.resume()
-            }
-        }
+        await writer.shutdown()
         // Nothing writes any more: another kbtd (or this process, restarting in-process) may take the file.
         databaseLock.withLock { $0 = nil }
     }

@@ -51,8 +51,8 @@ public final class PostgresDatabase: Sendable {
         self.operationTimeout = operationTimeout
         let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "kbtd.postgres", factory: { _ in SwiftLogNoOpLogHandler() }))
         self.client = client
-        // On the bridge's queue, not the cooperative pool: callers of `blocking` may hold every pool thread.
-        runner = Task(executorPreference: BridgeExecutor.shared) { await client.run() }
+        // On the pool's own queue, not the cooperative pool (`PoolExecutor`).
+        runner = Task(executorPreference: PoolExecutor.shared) { await client.run() }
     }
 
     /// Stops the pool (open leases finish first).
@@ -82,7 +82,7 @@ public final class PostgresDatabase: Sendable {
             // operation stops answering, the caller is answered at once (the gate decides once).
             let value: T = try await withCheckedThrowingContinuation { continuation in
                 let gate = LeaseGate<T>(continuation)
-                let watchdog = Task(executorPreference: BridgeExecutor.shared) {
+                let watchdog = Task(executorPreference: PoolExecutor.shared) {
                     try? await Task.sleep(for: timeout)
                     if Task.isCancelled { return }
                     gate.expire(Failure(description: "no connection to PostgreSQL within \(timeout)"))
@@ -93,7 +93,7 @@ public final class PostgresDatabase: Sendable {
                         try? await connection.close()
                     }
                 }
-                Task(executorPreference: BridgeExecutor.shared) {
+                Task(executorPreference: PoolExecutor.shared) {
                     do {
                         let value = try await self.client.withConnection { connection in
                             guard gate.begin(connection) else { throw Failure(description: "connection lease given up") }
@@ -221,33 +221,12 @@ final class LeaseGate<T: Sendable>: Sendable {
     }
 }
 
-/// Runs async work from a thread outside the cooperative pool (the writer's
-/// own thread, a command-line tool's main thread) and waits for it.
-/// Never call it on the cooperative pool: it blocks the calling thread.
-public func blockingRun<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    try blocking(body)
-}
-
-func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let result = Mutex<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    // Not on the cooperative pool: the caller may itself be one of its (two) threads, blocked here.
-    Task(executorPreference: BridgeExecutor.shared) {
-        let outcome: Result<T, any Error>
-        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
-        result.withLock { $0 = outcome }
-        done.signal()
-    }
-    done.wait()
-    return try result.withLock { $0! }.get()
-}
-
-/// Runs the jobs of `blocking`'s tasks on a queue of their own, so a caller
-/// that blocks a cooperative-pool thread (a synchronous test, a command-line
-/// tool) never waits for a pool thread that is blocked as well.
-final class BridgeExecutor: TaskExecutor {
-    static let shared = BridgeExecutor()
-    private let queue = DispatchQueue(label: "kbtd.postgres.bridge")
+/// Runs the pool's own tasks (its run loop, each lease and its watchdog) on a
+/// queue of their own: postgres-nio's progress never waits for a cooperative-pool
+/// thread that synchronous work elsewhere holds (an SQLite read, a test).
+final class PoolExecutor: TaskExecutor {
+    static let shared = PoolExecutor()
+    private let queue = DispatchQueue(label: "kbtd.postgres.pool")
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)

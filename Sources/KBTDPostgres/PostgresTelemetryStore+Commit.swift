@@ -14,7 +14,7 @@ extension PostgresTelemetryStore {
         var admitted: Set<UInt64>
     }
 
-    public func commit(_ batches: [PendingBatch]) throws -> CommitResult {
+    public func commit(_ batches: [PendingBatch]) async throws -> CommitResult {
         let now = batches.map(\.receivedAt).max() ?? 0
         if now / 86_400 != touchedDay {
             touched = []
@@ -29,18 +29,18 @@ extension PostgresTelemetryStore {
         touch = Array(Set(touch)).sorted(by: SeriesKey.writeOrder)
         let input = CommitInput(batches: batches, admitted: admittedKeys, rules: admission(), node: node, touch: touch)
         let database = self.database, marks = self.marks
-        let outcome = try blocking {
-            var attempt = 0
-            while true {
-                attempt += 1
-                do {
-                    return try await Self.commitTransaction(input, database: database, marks: marks)
-                } catch let failure as PostgresDatabase.Failure where failure.isRetryable && attempt < 5 {
-                    database.logger.notice("commit retried after \(failure.description)")
-                    continue
-                } catch {
-                    throw PostgresDatabase.failure(error)
-                }
+        var attempt = 0
+        let outcome: CommitOutcome
+        while true {
+            attempt += 1
+            do {
+                outcome = try await Self.commitTransaction(input, database: database, marks: marks)
+                break
+            } catch let failure as PostgresDatabase.Failure where failure.isRetryable && attempt < 5 {
+                database.logger.notice("commit retried after \(failure.description)")
+                continue
+            } catch {
+                throw PostgresDatabase.failure(error)
             }
         }
         admittedKeys.formUnion(outcome.admitted)

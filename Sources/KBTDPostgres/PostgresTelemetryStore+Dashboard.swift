@@ -6,8 +6,8 @@ import PostgresNIO
 /// The dashboard's bounded read (`DashboardQueries`): the same aggregating
 /// statements as on SQLite, from one read-only snapshot.
 extension PostgresTelemetryStore {
-    public func dashboardData(_ filter: DashboardFilter, minSamples: Int64) throws -> DashboardData {
-        try snapshot { connection, logger in
+    public func dashboardData(_ filter: DashboardFilter, minSamples: Int64) async throws -> DashboardData {
+        try await snapshot { connection, logger in
             try await Self.dashboardData(DashboardQueries(.postgres, filter: filter), minSamples: minSamples,
                                          connection: connection, logger: logger)
         }

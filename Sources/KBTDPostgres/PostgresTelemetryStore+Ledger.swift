@@ -46,24 +46,22 @@ extension PostgresTelemetryStore {
         if !quotas.isEmpty { try await connection.query(PostgresSQL.upsertQuota(quotas), logger: logger) }
     }
 
-    public func loadLedger(day: Int64) throws -> SourceLedger {
+    public func loadLedger(day: Int64) async throws -> SourceLedger {
         let database = self.database
-        return try blocking {
-            try await database.withConnection { connection in
-                var ledger = SourceLedger(day: day)
-                for try await (source, series, bin, group, reserve, votes) in try await connection.query("""
-                    SELECT source, series, height_bin, network_group, reserve, votes FROM vote_ledger WHERE day = \(day)
-                    """, logger: database.logger).decode((Int64, Int64, Int64, Int64, Int64, Int64).self) {
-                    ledger.votes.append(LedgerIncrement(
-                        source: SourceID(UInt64(bitPattern: source)), group: SourceID(UInt64(bitPattern: group)),
-                        key: UInt64(bitPattern: series), halfPoints: Int(bin), votes: votes, reserve: reserve != 0))
-                }
-                for try await (source, created) in try await connection.query(
-                    "SELECT source, created FROM key_quota WHERE day = \(day)", logger: database.logger).decode((Int64, Int64).self) {
-                    ledger.newKeys[SourceID(UInt64(bitPattern: source)), default: 0] += Int(created)
-                }
-                return ledger
+        return try await database.withConnection { connection in
+            var ledger = SourceLedger(day: day)
+            for try await (source, series, bin, group, reserve, votes) in try await connection.query("""
+                SELECT source, series, height_bin, network_group, reserve, votes FROM vote_ledger WHERE day = \(day)
+                """, logger: database.logger).decode((Int64, Int64, Int64, Int64, Int64, Int64).self) {
+                ledger.votes.append(LedgerIncrement(
+                    source: SourceID(UInt64(bitPattern: source)), group: SourceID(UInt64(bitPattern: group)),
+                    key: UInt64(bitPattern: series), halfPoints: Int(bin), votes: votes, reserve: reserve != 0))
             }
+            for try await (source, created) in try await connection.query(
+                "SELECT source, created FROM key_quota WHERE day = \(day)", logger: database.logger).decode((Int64, Int64).self) {
+                ledger.newKeys[SourceID(UInt64(bitPattern: source)), default: 0] += Int(created)
+            }
+            return ledger
         }
     }
 }

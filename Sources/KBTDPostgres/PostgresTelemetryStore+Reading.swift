@@ -99,38 +99,36 @@ extension PostgresTelemetryStore {
         binds: SQLBinds(), screens: true) }
 
     /// Runs `body` in a read-only REPEATABLE READ transaction: every table read from one snapshot.
-    func snapshot<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) throws -> T {
+    func snapshot<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
         let database = self.database
-        return try blocking {
-            try await database.withConnection { connection in
-                try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: database.logger)
-                do {
-                    let value = try await body(connection, database.logger)
-                    try await connection.query("COMMIT", logger: database.logger)
-                    return value
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: database.logger)
-                    throw PostgresDatabase.failure(error)
-                }
+        return try await database.withConnection { connection in
+            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: database.logger)
+            do {
+                let value = try await body(connection, database.logger)
+                try await connection.query("COMMIT", logger: database.logger)
+                return value
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: database.logger)
+                throw PostgresDatabase.failure(error)
             }
         }
     }
 
-    public func loadCounts() throws -> AggregateDelta {
-        try snapshot { connection, logger in
+    public func loadCounts() async throws -> AggregateDelta {
+        try await snapshot { connection, logger in
             try await Self.readCounts(KeyFilter(sql: nil, binds: SQLBinds(), screens: true), connection: connection, logger: logger)
         }
     }
 
-    public func loadIndexCounts() throws -> AggregateDelta {
-        try loadIndexSnapshot().counts
+    public func loadIndexCounts() async throws -> AggregateDelta {
+        try await loadIndexSnapshot().counts
     }
 
     /// The index's counts and, from the same snapshot, where the catch-up
     /// starts: the snapshot's oldest running transaction id and the
     /// `commit_log` rows at or past it that the counts already include.
-    public func loadIndexSnapshot() throws -> IndexSnapshot {
-        try snapshot { connection, logger in
+    public func loadIndexSnapshot() async throws -> IndexSnapshot {
+        try await snapshot { connection, logger in
             var horizon = "0"
             var included: [Int64] = []
             for try await (xmin, id) in try await connection.query("""
@@ -145,8 +143,8 @@ extension PostgresTelemetryStore {
         }
     }
 
-    public func forEachKey(_ body: (SeriesKey) -> Void) throws {
-        let keys = try snapshot { connection, logger in
+    public func forEachKey(_ body: (SeriesKey) -> Void) async throws {
+        let keys = try await snapshot { connection, logger in
             var keys: [SeriesKey] = []
             for try await row in try await connection.query("SELECT \(unescaped: PostgresSQL.keyColumns) FROM keys", logger: logger) {
                 if let key = try Self.series(row) { keys.append(key) }
@@ -164,8 +162,8 @@ extension PostgresTelemetryStore {
         return parts.isEmpty ? "TRUE" : parts.joined(separator: " AND ")
     }
 
-    public func statsTotals(_ filter: StatsFilter) throws -> (keys: Int64, samples: Int64) {
-        try snapshot { connection, logger in
+    public func statsTotals(_ filter: StatsFilter) async throws -> (keys: Int64, samples: Int64) {
+        try await snapshot { connection, logger in
             let binds = SQLBinds()
             let condition = Self.conditions(filter, binds)
             var totals: (Int64, Int64) = (0, 0)
@@ -180,14 +178,14 @@ extension PostgresTelemetryStore {
     }
 
     public func forEachPage(_ filter: StatsFilter, after cursor: SeriesKey?, pageSize: Int, maxKeys: Int,
-                            _ body: (AggregateDelta) throws -> Void) throws -> SeriesKey? {
+                            _ body: (AggregateDelta) throws -> Void) async throws -> SeriesKey? {
         var last = cursor
         var read = 0
         let columns = PostgresSQL.keyColumns
         while read < maxKeys {
             let limit = min(pageSize, maxKeys - read)
             let after = last
-            let (page, counts): ([SeriesKey], AggregateDelta) = try snapshot { connection, logger in
+            let (page, counts): ([SeriesKey], AggregateDelta) = try await snapshot { connection, logger in
                 let binds = SQLBinds()
                 let condition = Self.conditions(filter, binds)
                 var sql = "SELECT \(columns) FROM keys WHERE \(condition)"
@@ -215,8 +213,8 @@ extension PostgresTelemetryStore {
         return last
     }
 
-    public func hourlyIngest(since: Int64) throws -> [HourlyIngest] {
-        try snapshot { connection, logger in
+    public func hourlyIngest(since: Int64) async throws -> [HourlyIngest] {
+        try await snapshot { connection, logger in
             let binds = SQLBinds()
             var hours: [HourlyIngest] = []
             for try await (hour, batches, samples, rejected) in try await connection.query(binds.query(

@@ -7,24 +7,22 @@ import Synchronization
 
 /// Pruning, retention and counts outside the commit path.
 extension PostgresTelemetryStore {
-    public func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {
+    public func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) async throws -> [SeriesKey] {
         let minSources = admission().minSources
         let database = self.database
-        return try blocking {
-            try await database.withTransaction { connection in
-                let b = SQLBinds()
-                let sql = """
-                    SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
-                    WHERE k.admitted_at IS NULL AND k.first_seen < \(b(Int(cutoff)))
-                    AND (SELECT COUNT(*) + COALESCE(MAX(CASE WHEN s.source = 0 THEN 1 ELSE 0 END), 0) * 1000 FROM key_sources s
-                         WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
-                         AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type) < \(b(minSources))
-                    ORDER BY k.model, k.os_major, k.language, k.orientation, k.keyboard_type
-                    LIMIT \(b(limit))
-                    FOR UPDATE OF k SKIP LOCKED
-                    """
-                return try await Self.deleteKeys(selectedBy: b.query(sql), connection: connection, logger: database.logger)
-            }
+        return try await database.withTransaction { connection in
+            let b = SQLBinds()
+            let sql = """
+                SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
+                WHERE k.admitted_at IS NULL AND k.first_seen < \(b(Int(cutoff)))
+                AND (SELECT COUNT(*) + COALESCE(MAX(CASE WHEN s.source = 0 THEN 1 ELSE 0 END), 0) * 1000 FROM key_sources s
+                     WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+                     AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type) < \(b(minSources))
+                ORDER BY k.model, k.os_major, k.language, k.orientation, k.keyboard_type
+                LIMIT \(b(limit))
+                FOR UPDATE OF k SKIP LOCKED
+                """
+            return try await Self.deleteKeys(selectedBy: b.query(sql), connection: connection, logger: database.logger)
         }
     }
 
@@ -50,56 +48,52 @@ extension PostgresTelemetryStore {
 
     /// In slices of 5,000 rows, skipping rows a commit holds (never waiting on one, so never
     /// deadlocking with a node's commit): a skipped row retires at the next pass.
-    public func retireSources(seenBefore cutoff: Int64) throws -> Int {
+    public func retireSources(seenBefore cutoff: Int64) async throws -> Int {
         let database = self.database
-        return try blocking {
-            var total = 0
-            while true {
-                let retired = try await database.withConnection { connection in
-                    let b = SQLBinds()
-                    var count = 0
-                    for try await value in try await connection.query(b.query("""
-                        WITH doomed AS (
-                            SELECT model, os_major, language, orientation, keyboard_type, source FROM key_sources
-                            WHERE source > 0 AND COALESCE(seen_at, 0) < \(b(Int(cutoff)))
-                            LIMIT 5000 FOR UPDATE SKIP LOCKED),
-                        retired AS (
-                            UPDATE key_sources k SET source = \(PostgresSQL.retiredSource), seen_at = NULL FROM doomed d
-                            WHERE k.model = d.model AND k.os_major = d.os_major AND k.language = d.language
-                              AND k.orientation = d.orientation AND k.keyboard_type = d.keyboard_type AND k.source = d.source
-                            RETURNING 1)
-                        SELECT COUNT(*)::bigint FROM retired
-                        """), logger: database.logger).decode(Int.self) {
-                        count = value
-                    }
-                    return count
+        var total = 0
+        while true {
+            let retired = try await database.withConnection { connection in
+                let b = SQLBinds()
+                var count = 0
+                for try await value in try await connection.query(b.query("""
+                    WITH doomed AS (
+                        SELECT model, os_major, language, orientation, keyboard_type, source FROM key_sources
+                        WHERE source > 0 AND COALESCE(seen_at, 0) < \(b(Int(cutoff)))
+                        LIMIT 5000 FOR UPDATE SKIP LOCKED),
+                    retired AS (
+                        UPDATE key_sources k SET source = \(PostgresSQL.retiredSource), seen_at = NULL FROM doomed d
+                        WHERE k.model = d.model AND k.os_major = d.os_major AND k.language = d.language
+                          AND k.orientation = d.orientation AND k.keyboard_type = d.keyboard_type AND k.source = d.source
+                        RETURNING 1)
+                    SELECT COUNT(*)::bigint FROM retired
+                    """), logger: database.logger).decode(Int.self) {
+                    count = value
                 }
-                total += retired
-                if retired < 5000 { return total }
+                return count
             }
+            total += retired
+            if retired < 5000 { return total }
         }
     }
 
     /// Deletes keys without trusted data idle since `cutoff`, as the SQLite
     /// store does. This node's index drops them (the writer's `onForget`);
     /// other nodes' indexes keep serving them until those nodes restart.
-    public func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {
+    public func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) async throws -> [SeriesKey] {
         let database = self.database
-        let doomed: [SeriesKey] = try blocking {
-            try await database.withTransaction { connection in
-                let b = SQLBinds()
-                let sql = """
-                    SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
-                    WHERE k.last_seen < \(b(Int(cutoff)))
-                    AND NOT EXISTS (SELECT 1 FROM key_sources s
-                         WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
-                         AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type AND s.source = 0)
-                    ORDER BY k.model, k.os_major, k.language, k.orientation, k.keyboard_type
-                    LIMIT \(b(limit))
-                    FOR UPDATE OF k SKIP LOCKED
-                    """
-                return try await Self.deleteKeys(selectedBy: b.query(sql), connection: connection, logger: database.logger)
-            }
+        let doomed: [SeriesKey] = try await database.withTransaction { connection in
+            let b = SQLBinds()
+            let sql = """
+                SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type FROM keys k
+                WHERE k.last_seen < \(b(Int(cutoff)))
+                AND NOT EXISTS (SELECT 1 FROM key_sources s
+                     WHERE s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+                     AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type AND s.source = 0)
+                ORDER BY k.model, k.os_major, k.language, k.orientation, k.keyboard_type
+                LIMIT \(b(limit))
+                FOR UPDATE OF k SKIP LOCKED
+                """
+            return try await Self.deleteKeys(selectedBy: b.query(sql), connection: connection, logger: database.logger)
         }
         for key in doomed { admittedKeys.remove(key.fingerprint) }
         return doomed
@@ -108,39 +102,35 @@ extension PostgresTelemetryStore {
     /// Forgets batch ids (and hourly counts) past retention, and `commit_log`
     /// rows older than an hour (every node has read them by then; a node that
     /// was away longer reloads its index from the tables when it starts).
-    public func pruneBatchIDs(receivedBefore cutoff: Int64) throws -> Int {
+    public func pruneBatchIDs(receivedBefore cutoff: Int64) async throws -> Int {
         let database = self.database
         let now = Int(Date().timeIntervalSince1970)
-        return try blocking {
-            try await database.withConnection { connection in
-                var removed = 0
-                let b = SQLBinds()
-                for try await count in try await connection.query(b.query("""
-                    WITH gone AS (DELETE FROM batches WHERE received_at < \(b(Int(cutoff))) RETURNING 1) SELECT COUNT(*)::bigint FROM gone
-                    """), logger: database.logger).decode(Int.self) {
-                    removed = count
-                }
-                let h = SQLBinds()
-                try await connection.query(h.query("DELETE FROM hourly_ingest WHERE hour + 3600 <= \(h(Int(cutoff)))"),
-                                           logger: database.logger)
-                let c = SQLBinds()
-                try await connection.query(c.query("DELETE FROM commit_log WHERE created_at < \(c(now - 3600))"), logger: database.logger)
-                return removed
+        return try await database.withConnection { connection in
+            var removed = 0
+            let b = SQLBinds()
+            for try await count in try await connection.query(b.query("""
+                WITH gone AS (DELETE FROM batches WHERE received_at < \(b(Int(cutoff))) RETURNING 1) SELECT COUNT(*)::bigint FROM gone
+                """), logger: database.logger).decode(Int.self) {
+                removed = count
             }
+            let h = SQLBinds()
+            try await connection.query(h.query("DELETE FROM hourly_ingest WHERE hour + 3600 <= \(h(Int(cutoff)))"),
+                                       logger: database.logger)
+            let c = SQLBinds()
+            try await connection.query(c.query("DELETE FROM commit_log WHERE created_at < \(c(now - 3600))"), logger: database.logger)
+            return removed
         }
     }
 
-    public func batchIDCount() throws -> Int {
+    public func batchIDCount() async throws -> Int {
         let database = self.database
-        return try blocking {
-            try await database.withConnection { connection in
-                var count = 0
-                for try await value in try await connection.query("SELECT COUNT(*)::bigint FROM batches", logger: database.logger)
-                    .decode(Int.self) {
-                    count = value
-                }
-                return count
+        return try await database.withConnection { connection in
+            var count = 0
+            for try await value in try await connection.query("SELECT COUNT(*)::bigint FROM batches", logger: database.logger)
+                .decode(Int.self) {
+                count = value
             }
+            return count
         }
     }
 

@@ -31,49 +31,49 @@ public final class CommitLogMarks: Sendable {
 /// fixed order, table by table, so concurrent nodes do not deadlock; a
 /// deadlock or serialization failure is retried whole anyway.
 ///
-/// The `TelemetryStore` methods block (the writer calls them on its own
-/// thread); never call them on the cooperative pool.
+/// Every method awaits postgres-nio's pool (`PostgresDatabase`): no thread
+/// waits for the database.
 public final class PostgresTelemetryStore: TelemetryStore {
     public let database: PostgresDatabase
     /// This node's name in `commit_log` (host and pid).
     let node: String
     let marks: CommitLogMarks
     let admission: @Sendable () -> IndexAdmission
-    /// Fingerprints of keys known to be admitted (a cache: the registry row decides).
+    /// Fingerprints of keys known to be admitted: a cache of `keys.admitted_at` (the owner;
+    /// the registry row decides under its lock), read at open and written once a commit
+    /// or pruning that wrote the column succeeded, by the writer's task (ARCHITECTURE.md).
     var admittedKeys: Set<UInt64> = []
     /// Admitted keys whose `last_seen` this node moved to `touchedDay` (one write a key a day).
     var touched: Set<UInt64> = []
     var touchedDay: Int64 = -1
 
     /// Opens the store on `database` (migrating it when `migrate`), loading
-    /// which keys are admitted. Blocking.
+    /// which keys are admitted.
     ///
     /// - Parameter forWriting: false for a reader (`kbtd stats`, `/v1/stats`): skips loading the admitted keys.
     public init(database: PostgresDatabase, marks: CommitLogMarks = CommitLogMarks(), node: String? = nil,
                 migrate: Bool = true, forWriting: Bool = true,
-                admission: @escaping @Sendable () -> IndexAdmission = { IndexAdmission() }) throws {
+                admission: @escaping @Sendable () -> IndexAdmission = { IndexAdmission() }) async throws {
         self.database = database
         self.marks = marks
         self.node = node ?? Self.defaultNodeName()
         self.admission = admission
         if migrate {
-            try blocking { try await PostgresSchema.migrate(database) }
+            try await PostgresSchema.migrate(database)
         } else {
-            let version = try blocking { try await PostgresSchema.appliedVersion(database) }
+            let version = try await PostgresSchema.appliedVersion(database)
             guard version > 0 else { throw PostgresDatabase.Failure(description: "not a kbtd database (no schema): \(database.url)") }
             guard version <= PostgresSchema.latestVersion else { throw PostgresSchema.NewerSchema(version: version) }
         }
         guard forWriting else { return }
-        admittedKeys = try blocking {
-            try await database.withConnection { connection in
-                var keys: Set<UInt64> = []
-                let rows = try await connection.query(
-                    "SELECT \(unescaped: PostgresSQL.keyColumns) FROM keys WHERE admitted_at IS NOT NULL", logger: database.logger)
-                for try await row in rows {
-                    if let key = try Self.series(row) { keys.insert(key.fingerprint) }
-                }
-                return keys
+        admittedKeys = try await database.withConnection { connection in
+            var keys: Set<UInt64> = []
+            let rows = try await connection.query(
+                "SELECT \(unescaped: PostgresSQL.keyColumns) FROM keys WHERE admitted_at IS NOT NULL", logger: database.logger)
+            for try await row in rows {
+                if let key = try Self.series(row) { keys.insert(key.fingerprint) }
             }
+            return keys
         }
     }
 

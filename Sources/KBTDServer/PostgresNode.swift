@@ -3,7 +3,6 @@ import KBTDCore
 import KBTDPostgres
 import KBTDStore
 import Logging
-import NIOPosix
 
 /// A kbtd node's side of a shared PostgreSQL database: the pool, the index it
 /// starts from, the writer's store factory, and the catch-up with other
@@ -56,15 +55,11 @@ public final class PostgresNode: Sendable {
                 try await Task.sleep(for: .seconds(1))
             }
         }
-        // The store's reads block: NIO's thread pool, not the cooperative pool.
-        let (snapshot, keys, ledger) = try await NIOThreadPool.singleton.runIfActive {
-            let store = try PostgresTelemetryStore(database: database, migrate: false, admission: admission)
-            let snapshot = try store.loadIndexSnapshot()
-            var keys: [SeriesKey] = []
-            try store.forEachKey { keys.append($0) }
-            let ledger = try store.loadLedger(day: SourcePolicy.day(of: Date().timeIntervalSince1970))
-            return (snapshot, keys, ledger)
-        }
+        let store = try await PostgresTelemetryStore(database: database, migrate: false, admission: admission)
+        let snapshot = try await store.loadIndexSnapshot()
+        var keys: [SeriesKey] = []
+        try await store.forEachKey { keys.append($0) }
+        let ledger = try await store.loadLedger(day: SourcePolicy.day(of: Date().timeIntervalSince1970))
         return PostgresNode(database: database, snapshot: snapshot, keys: keys, ledger: ledger,
                             catchUpBound: settings.postgres.indexCatchUpSeconds)
     }

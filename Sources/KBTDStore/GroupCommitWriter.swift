@@ -36,10 +36,12 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// The single writer. Requests queue compact `PendingBatch`es; a dedicated
-/// thread (not the 2-thread cooperative pool, which a blocking fsync would
-/// stall) takes everything queued, commits it in one transaction, and only
-/// then completes each request. Many batches share one fsync: group commit.
+/// The single writer. Requests queue compact `PendingBatch`es; one task on a
+/// dedicated thread (`StoreThreads`, not the 2-thread cooperative pool, which
+/// a blocking fsync would stall) takes everything queued, commits it in one
+/// transaction, and only then completes each request. Many batches share one
+/// fsync: group commit. The store is awaited: SQLite's commit runs on that
+/// thread, PostgreSQL's suspends the task until postgres-nio answers.
 ///
 /// The queue is bounded in batches: past `capacity` a submit fails at once
 /// with `.queueFull` (a 503), so memory never grows with load.
@@ -58,6 +60,8 @@ public final class GroupCommitWriter: Sendable {
         var capacity: Int
         var stopping = false
         var stopped = false
+        /// `shutdown()` calls waiting for the writer's task to finish.
+        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
         var lastError: String?
         var heartbeat = ContinuousClock.now
         var storedBatches = 0
@@ -96,7 +100,6 @@ public final class GroupCommitWriter: Sendable {
     public let maxBatchesPerCommit: Int
     private let state: Mutex<State>
     private let wakeup = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
     private let logger: Logger
 
     /// Starts the writer thread, which opens the store with `openStore` and
@@ -105,23 +108,23 @@ public final class GroupCommitWriter: Sendable {
     /// retries every second, so ingest recovers by itself.
     ///
     /// - Parameter retention: seconds seen batch ids are kept (pruned hourly).
-    public convenience init(openStore: @escaping @Sendable () throws -> any TelemetryStore, capacity: Int,
+    public convenience init(openStore: @escaping @Sendable () async throws -> any TelemetryStore, capacity: Int,
                             maxBatchesPerCommit: Int = 4096, retention: Double, logger: Logger,
                             onCommit: @escaping CommitObserver) {
         self.init(openStore: openStore, capacity: capacity, maxBatchesPerCommit: maxBatchesPerCommit,
                   upkeep: Upkeep(retention: retention), logger: logger, onCommit: onCommit)
     }
 
-    public init(openStore: @escaping @Sendable () throws -> any TelemetryStore, capacity: Int, maxBatchesPerCommit: Int = 4096,
+    public init(openStore: @escaping @Sendable () async throws -> any TelemetryStore, capacity: Int, maxBatchesPerCommit: Int = 4096,
                 upkeep: Upkeep, logger: Logger, onCommit: @escaping CommitObserver) {
         self.state = Mutex(State(capacity: capacity))
         self.maxBatchesPerCommit = maxBatchesPerCommit
         self.logger = logger
-        let thread = Thread { [self] in
-            self.run(openStore: openStore, upkeep: upkeep, onCommit: onCommit)
+        let thread = StoreThreads(name: "kbtd-writer")
+        Task(executorPreference: thread) { [self] in
+            await self.run(openStore: openStore, upkeep: upkeep, onCommit: onCommit)
+            thread.stop()
         }
-        thread.name = "kbtd-writer"
-        thread.start()
     }
 
     /// Queues a batch and waits for the commit that holds it.
@@ -165,18 +168,19 @@ public final class GroupCommitWriter: Sendable {
     public var totals: (stored: Int, duplicates: Int) { state.withLock { ($0.storedBatches, $0.duplicateBatches) } }
 
     /// Stops taking batches, commits everything already queued, and returns
-    /// when the writer thread has finished (blocking; call off the event loops).
-    public func shutdown() {
-        let alreadyStopped = state.withLock { state -> Bool in
-            defer { state.stopping = true }
-            return state.stopped
+    /// once the writer's task has finished (awaiting it: no thread waits).
+    public func shutdown() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let stopped = state.withLock { state -> Bool in
+                state.stopping = true
+                if !state.stopped { state.shutdownWaiters.append(done) }
+                return state.stopped
+            }
+            if stopped { done.resume() } else { wakeup.signal() }
         }
-        guard !alreadyStopped else { return }
-        wakeup.signal()
-        finished.wait()
     }
 
-    private func run(openStore: () throws -> any TelemetryStore, upkeep: Upkeep, onCommit: CommitObserver) {
+    private func run(openStore: () async throws -> any TelemetryStore, upkeep: Upkeep, onCommit: CommitObserver) async {
         var store: (any TelemetryStore)?
         var lastOpenAttempt = ContinuousClock.now - .seconds(10)
         var lastPrune = 0.0
@@ -185,7 +189,7 @@ public final class GroupCommitWriter: Sendable {
             if store == nil, ContinuousClock.now - lastOpenAttempt >= .seconds(1) {
                 lastOpenAttempt = ContinuousClock.now
                 do {
-                    store = try openStore()
+                    store = try await openStore()
                     if state.withLock({ $0.lastError }) != nil { logger.notice("database writable again") }
                     state.withLock { $0.lastError = nil }
                 } catch {
@@ -198,16 +202,16 @@ public final class GroupCommitWriter: Sendable {
             let now = Date().timeIntervalSince1970
             if let store, now - lastPrune > 3600 {
                 lastPrune = now
-                prune(store, before: Int64(now - upkeep.retention))
+                await prune(store, before: Int64(now - upkeep.retention))
                 if upkeep.unconfirmedKeyRetention > 0 {
-                    pruneKeys(store, before: Int64(now - upkeep.unconfirmedKeyRetention), onForget: upkeep.onForget)
+                    await pruneKeys(store, before: Int64(now - upkeep.unconfirmedKeyRetention), onForget: upkeep.onForget)
                 }
                 if upkeep.idleKeyRetention > 0 {
-                    pruneIdleKeys(store, before: Int64(now - upkeep.idleKeyRetention), onForget: upkeep.onForget)
+                    await pruneIdleKeys(store, before: Int64(now - upkeep.idleKeyRetention), onForget: upkeep.onForget)
                 }
                 // After the keys: an unconfirmed key goes before its sources would retire (equal horizons).
                 if upkeep.sourceRetention > 0 {
-                    retireSources(store, before: Int64(now - upkeep.sourceRetention))
+                    await retireSources(store, before: Int64(now - upkeep.sourceRetention))
                 }
             }
             let (jobs, stopping) = state.withLock { state -> ([Job], Bool) in
@@ -225,13 +229,13 @@ public final class GroupCommitWriter: Sendable {
                     let wal = wal.checkpointIfLarge(limit: upkeep.walLimitBytes)
                     state.withLock { $0.walBytes = wal }
                 }
-                _ = wakeup.wait(timeout: .now() + .milliseconds(500))
+                waitForWork()
                 continue
             }
             if let open = store {
                 // After a failed commit the connection is dropped and reopened:
                 // a file system that went read-only leaves SQLite read-only until then.
-                if !commit(jobs, store: open, onEvict: upkeep.onEvict, onCommit: onCommit) { store = nil }
+                if await !commit(jobs, store: open, onEvict: upkeep.onEvict, onCommit: onCommit) { store = nil }
                 if let log = open as? any WALCheckpointing {
                     let wal = log.checkpointIfLarge(limit: upkeep.walLimitBytes)
                     state.withLock { $0.walBytes = wal }
@@ -241,16 +245,27 @@ public final class GroupCommitWriter: Sendable {
                 for job in jobs { job.continuation.resume(throwing: WriteError.unavailable(reason)) }
             }
         }
-        state.withLock { $0.stopped = true }
-        finished.signal()
+        let waiters = state.withLock { state in
+            state.stopped = true
+            defer { state.shutdownWaiters = [] }
+            return state.shutdownWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Sleeps the writer's own thread until a batch is queued, or half a second
+    /// (the idle tick: heartbeat, hourly pruning, idle checkpoint). Nothing else
+    /// runs on that thread; the wait is for requests, never for the database.
+    private func waitForWork() {
+        _ = wakeup.wait(timeout: .now() + .milliseconds(500))
     }
 
     /// Commits `jobs` and completes their requests; false when the commit failed.
     private func commit(_ jobs: [Job], store: any TelemetryStore, onEvict: @Sendable ([SeriesKey]) -> Void,
-                        onCommit: CommitObserver) -> Bool {
+                        onCommit: CommitObserver) async -> Bool {
         let start = ContinuousClock.now
         do {
-            let result = try store.commit(jobs.map(\.batch))
+            let result = try await store.commit(jobs.map(\.batch))
             let elapsed = ContinuousClock.now - start
             let stored = result.stored.filter { $0 }.count
             state.withLock { state in
@@ -277,9 +292,9 @@ public final class GroupCommitWriter: Sendable {
 
     /// Deletes keys that never gathered `min_sources` networks, in slices so
     /// commits go on between them.
-    private func pruneKeys(_ store: any TelemetryStore, before cutoff: Int64, onForget: ([SeriesKey]) -> Void) {
-        if let total = deleteKeysInSlices("unconfirmed keys", onForget: onForget, {
-            try store.pruneUnconfirmedKeys(firstSeenBefore: cutoff, limit: $0)
+    private func pruneKeys(_ store: any TelemetryStore, before cutoff: Int64, onForget: ([SeriesKey]) -> Void) async {
+        if let total = await deleteKeysInSlices("unconfirmed keys", onForget: onForget, {
+            try await store.pruneUnconfirmedKeys(firstSeenBefore: cutoff, limit: $0)
         }) {
             logger.info("forgot \(total) keys no trusted peer or min_sources networks confirmed in time")
         }
@@ -288,11 +303,11 @@ public final class GroupCommitWriter: Sendable {
     /// Runs `delete` a slice of 5,000 keys at a time until a slice comes back short, handing
     /// each slice to `onForget`; returns how many keys went when any did (a failure is logged).
     private func deleteKeysInSlices(_ what: String, onForget: ([SeriesKey]) -> Void,
-                                    _ delete: (Int) throws -> [SeriesKey]) -> Int? {
+                                    _ delete: (Int) async throws -> [SeriesKey]) async -> Int? {
         var total = 0
         do {
             while true {
-                let removed = try delete(5_000)
+                let removed = try await delete(5_000)
                 onForget(removed)
                 total += removed.count
                 if removed.count < 5_000 { break }
@@ -304,9 +319,9 @@ public final class GroupCommitWriter: Sendable {
     }
 
     /// Replaces client networks' keyed hashes past retention with random identifiers.
-    private func retireSources(_ store: any TelemetryStore, before cutoff: Int64) {
+    private func retireSources(_ store: any TelemetryStore, before cutoff: Int64) async {
         do {
-            let retired = try store.retireSources(seenBefore: cutoff)
+            let retired = try await store.retireSources(seenBefore: cutoff)
             if retired > 0 { logger.info("retired \(retired) client network identifiers past source_retention_days") }
         } catch {
             logger.warning("retiring source identifiers failed", metadata: ["error": "\(error)"])
@@ -314,15 +329,17 @@ public final class GroupCommitWriter: Sendable {
     }
 
     /// Deletes keys without trusted data that nobody reported since `cutoff`, in slices.
-    private func pruneIdleKeys(_ store: any TelemetryStore, before cutoff: Int64, onForget: ([SeriesKey]) -> Void) {
-        if let total = deleteKeysInSlices("idle keys", onForget: onForget, { try store.pruneIdleKeys(lastSeenBefore: cutoff, limit: $0) }) {
+    private func pruneIdleKeys(_ store: any TelemetryStore, before cutoff: Int64, onForget: ([SeriesKey]) -> Void) async {
+        if let total = await deleteKeysInSlices("idle keys", onForget: onForget, {
+            try await store.pruneIdleKeys(lastSeenBefore: cutoff, limit: $0)
+        }) {
             logger.info("forgot \(total) keys without trusted data that nobody reported in idle_key_retention_days")
         }
     }
 
-    private func prune(_ store: any TelemetryStore, before cutoff: Int64) {
+    private func prune(_ store: any TelemetryStore, before cutoff: Int64) async {
         do {
-            let removed = try store.pruneBatchIDs(receivedBefore: cutoff)
+            let removed = try await store.pruneBatchIDs(receivedBefore: cutoff)
             if removed > 0 { logger.info("forgot \(removed) batch ids past retention") }
         } catch {
             logger.warning("pruning batch ids failed", metadata: ["error": "\(error)"])

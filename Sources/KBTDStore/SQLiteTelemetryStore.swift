@@ -15,7 +15,8 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
     public let path: String
     /// When keys join the in-memory index (read by each commit: reloadable).
     let admission: @Sendable () -> IndexAdmission
-    /// Keys admitted to the index and their support (writer side): what a full index keeps.
+    /// Keys admitted to the index and their support: a cache of `keys.admitted_at` (the
+    /// owner), read at open and written only with it, by the writer's task (ARCHITECTURE.md).
     var indexed = IndexedKeys()
     /// The last UTC day whose commit deleted earlier days' ledger rows.
     var ledgerDay: Int64 = -1

@@ -65,31 +65,31 @@ public struct IndexAdmission: Sendable, Equatable {
 
 /// Durable storage of aggregates and seen batch ids (SQLite, or PostgreSQL for
 /// several stateless nodes): what a `TelemetryReader` reads, and the writes.
-/// One writer uses an instance from one thread; implementations need not be
-/// thread-safe. (GRDB's `DatabaseWriter`, which refines `DatabaseReader`, is the model.)
+/// One writer uses an instance from one task at a time (the writer's, on its
+/// own thread); implementations need not be thread-safe. Async as `TelemetryReader`. (GRDB's `DatabaseWriter`, which refines `DatabaseReader`, is the model.)
 public protocol TelemetryStore: TelemetryReader {
     /// Stores all `batches` in one durable transaction, or none of them (throws):
     /// claims the ids of a `CommitPlan`, settles it and applies it.
-    func commit(_ batches: [PendingBatch]) throws -> CommitResult
+    func commit(_ batches: [PendingBatch]) async throws -> CommitResult
     /// Calls `body` with every stored key (admitted or not).
-    func forEachKey(_ body: (SeriesKey) -> Void) throws
+    func forEachKey(_ body: (SeriesKey) -> Void) async throws
     /// Deletes keys never admitted and first seen before `cutoff` (Unix
     /// seconds) with all their counts, at most `limit` a call; returns them.
-    func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey]
+    func pruneUnconfirmedKeys(firstSeenBefore cutoff: Int64, limit: Int) async throws -> [SeriesKey]
     /// Retires the client networks' keyed hashes last seen before `cutoff` (Unix
     /// seconds): each becomes a random identifier, so its key keeps its count of
     /// sources while nothing derived from an address stays; returns how many.
-    func retireSources(seenBefore cutoff: Int64) throws -> Int
+    func retireSources(seenBefore cutoff: Int64) async throws -> Int
     /// Deletes keys without trusted data that no commit reported since
     /// `cutoff` (`last_seen`, Unix seconds), admitted or not, with all their
     /// counts, at most `limit` a call; returns them (the index must drop them).
-    func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey]
+    func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) async throws -> [SeriesKey]
     /// The abuse budgets spent on UTC day `day` (the vote ledger and new-key quotas).
-    func loadLedger(day: Int64) throws -> SourceLedger
+    func loadLedger(day: Int64) async throws -> SourceLedger
     /// Forgets batch ids received before `cutoff` (Unix seconds); returns how many.
-    func pruneBatchIDs(receivedBefore cutoff: Int64) throws -> Int
+    func pruneBatchIDs(receivedBefore cutoff: Int64) async throws -> Int
     /// How many batch ids are remembered.
-    func batchIDCount() throws -> Int
+    func batchIDCount() async throws -> Int
 }
 
 /// A store with a write-ahead log of its own to keep small (SQLite; PostgreSQL

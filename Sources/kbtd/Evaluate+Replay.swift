@@ -9,15 +9,15 @@ extension Evaluate {
     /// `--replay`: the database's admitted counts in the finest time order it keeps (`ReplayTimeline`),
     /// fed through the estimator of `--chain`; batch receipts are read from an SQLite database
     /// (the reader `kbtd migrate` uses); a PostgreSQL database replays by UTC day.
-    func runReplay() throws {
+    func runReplay() async throws {
         var flags: [String: String] = [:]
         if let database { flags["database"] = database }
         let settings = try resolveSettings(config: config, flags: flags)
-        let store = try openStore(settings.database)
+        let store = try await openStore(settings.database)
         let counts: AggregateDelta
         var receipts: [ReplayTimeline.Receipt] = []
         do {
-            counts = try store.loadIndexCounts()
+            counts = try await store.loadIndexCounts()
             try (store as? SQLiteTelemetryStore)?.forEachBatchIDs { batch in
                 receipts += batch.map { ReplayTimeline.Receipt(receivedAt: $0.receivedAt, model: $0.model, os: $0.os,
                                                                 accepted: $0.accepted) }

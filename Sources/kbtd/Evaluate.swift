@@ -4,7 +4,7 @@ import KBTDCore
 import KBTDReport
 import KBTDServer
 
-struct Evaluate: ParsableCommand {
+struct Evaluate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Backtest the fallback chain on the database's own data: per basis, how far its answers are from the truth.",
         discussion: """
@@ -32,9 +32,9 @@ struct Evaluate: ParsableCommand {
         }
     }
 
-    func run() throws {
-        if replay { return try runReplay() }
-        let (settings, index) = try loadIndex(config: config, database: database)
+    func run() async throws {
+        if replay { return try await runReplay() }
+        let (settings, index) = try await loadIndex(config: config, database: database)
         let estimator = HeightEstimator(settings: settings.estimator, chain: chain.value)
         if releases {
             FileHandle.standardOutput.write(Data(Self.releaseTable(index, settings: settings.estimator).utf8))

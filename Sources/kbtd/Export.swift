@@ -4,7 +4,7 @@ import KBTDCore
 import KBTDReport
 import KBTDServer
 
-struct Export: ParsableCommand {
+struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write every served estimate as one compact, versioned JSON document an app can bundle.")
 
@@ -12,8 +12,8 @@ struct Export: ParsableCommand {
     @Option(help: "Write here (atomically) instead of standard output.") var output: String?
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
 
-    func run() throws {
-        let (settings, index) = try loadIndex(config: config, database: database)
+    func run() async throws {
+        let (settings, index) = try await loadIndex(config: config, database: database)
         let document = HeightTableExport.document(index, estimator: HeightEstimator(settings: settings.estimator))
         let data = Data((document.serialized() + "\n").utf8)
         guard let output else {

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import KBTDCore
 
-struct Height: ParsableCommand {
+struct Height: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the estimate GET /v1/height would serve, computed from the database.")
 
@@ -17,7 +17,7 @@ struct Height: ParsableCommand {
     @Option(help: "current (default: what GET /v1/height serves), before-os-aware (the chain before the OS-aware levels and the screen level) or before-releases (level 1 per OS major only).")
     var chain: ChainOption = .current
 
-    func run() throws {
+    func run() async throws {
         let parameters: [String: String?] = [
             "model": model, "language": language, "os": os, "orientation": orientation, "keyboard_type": keyboardType,
             "screen": screen,
@@ -28,7 +28,7 @@ struct Height: ParsableCommand {
         } catch {
             throw fail("--\(error.field.replacingOccurrences(of: "_", with: "-")): \(error.reason)", code: ExitStatus.usage)
         }
-        let (settings, index) = try loadIndex(config: config, database: database)
+        let (settings, index) = try await loadIndex(config: config, database: database)
         let estimate = HeightEstimator(settings: settings.estimator, chain: chain.value).estimate(query, in: index)
         print(estimate.json.serialized())
     }

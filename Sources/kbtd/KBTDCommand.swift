@@ -54,9 +54,9 @@ func resolveSettings(config: String?, flags: [String: String]) throws -> ServerS
 
 /// Opens the database read-only (`StoreLocation.offlineReader`); exit 66 when it is missing or
 /// unreadable, 78 for a PostgreSQL URL that does not parse (the message has no password).
-func openStore(_ path: String) throws -> any TelemetryReader {
+func openStore(_ path: String) async throws -> any TelemetryReader {
     do {
-        return try StoreLocation(database: path).offlineReader()
+        return try await StoreLocation(database: path).offlineReader()
     } catch {
         switch error {
         case .badURL(let why): throw fail("database (a PostgreSQL URL): \(why)", code: ExitStatus.config)
@@ -68,14 +68,14 @@ func openStore(_ path: String) throws -> any TelemetryReader {
 
 /// The settings and the height index the daemon would answer from: only keys
 /// admitted to its index (`height`, `evaluate`, `export`); exit 66 as `openStore`.
-func loadIndex(config: String?, database: String?) throws -> (ServerSettings, HeightIndex) {
+func loadIndex(config: String?, database: String?) async throws -> (ServerSettings, HeightIndex) {
     var flags: [String: String] = [:]
     if let database { flags["database"] = database }
     let settings = try resolveSettings(config: config, flags: flags)
-    let store = try openStore(settings.database)
+    let store = try await openStore(settings.database)
     var index = HeightIndex()
     do {
-        index.apply(try store.loadIndexCounts())
+        index.apply(try await store.loadIndexCounts())
     } catch {
         throw fail("cannot read database \(loggableDatabase(settings.database)): \(error)", code: ExitStatus.noInput)
     }

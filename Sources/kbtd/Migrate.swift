@@ -9,7 +9,7 @@ import Logging
 /// installation to PostgreSQL. Counts merge by addition; seen batch ids come
 /// along; a second import of the same file is refused (exit 65), so running
 /// it twice never doubles anything.
-struct Migrate: ParsableCommand {
+struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Move an SQLite installation into PostgreSQL (counts add up; a second import of the same file is refused).")
 
@@ -17,7 +17,7 @@ struct Migrate: ParsableCommand {
     @Option(help: "The PostgreSQL URL to write to (postgres://user@host/dbname); password also from KBTD_DATABASE_PASSWORD.")
     var to: String
 
-    func run() throws {
+    func run() async throws {
         guard !PostgresURL.isURL(from) else {
             throw fail("--from must be an SQLite file (moving PostgreSQL to PostgreSQL is pg_dump's job)", code: ExitStatus.usage)
         }
@@ -48,7 +48,7 @@ struct Migrate: ParsableCommand {
         let start = ContinuousClock.now
         let newIDs: Int
         do {
-            newIDs = try blockingRun { try await work.run(into: database) }
+            newIDs = try await work.run(into: database)
         } catch let error as StoreImport.AlreadyImported {
             throw fail(error.description, code: ExitStatus.dataError)
         } catch {

@@ -5,7 +5,7 @@ import KBTDReport
 import KBTDServer
 import KBTDStore
 
-struct Report: ParsableCommand {
+struct Report: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write the dashboard page (what GET /dashboard shows) from the database, without a running daemon.")
 
@@ -16,7 +16,7 @@ struct Report: ParsableCommand {
     @Option(help: "Only this OS major version (26 or 26.1).") var os: String?
     @Option(help: "Only this keyboard language, e.g. ja-JP.") var language: String?
 
-    func run() throws {
+    func run() async throws {
         let parameters: [String: String?] = ["model": model, "os": os, "language": language]
         let filter: DashboardFilter
         do {
@@ -28,17 +28,17 @@ struct Report: ParsableCommand {
         if let database { flags["database"] = database }
         let settings = try resolveSettings(config: config, flags: flags)
         let path = settings.database
-        let store = try openStore(path)
+        let store = try await openStore(path)
         let now = Int64(Date().timeIntervalSince1970)
         let data: DashboardData, hourly: [HourlyIngest]
         var index = HeightIndex()
         do {
             // What the page draws, aggregated in the database (bounded whatever the number of keys).
-            data = try store.dashboardData(filter, minSamples: settings.estimator.minSamples)
-            hourly = try store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600)
+            data = try await store.dashboardData(filter, minSamples: settings.estimator.minSamples)
+            hourly = try await store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600)
             // The marked estimate is what the daemon serves: only keys admitted to its index answer
             // (at most max_indexed_keys, the memory the daemon's own index takes).
-            index.apply(try store.loadIndexCounts())
+            index.apply(try await store.loadIndexCounts())
         } catch {
             throw fail("cannot read database \(loggableDatabase(path)): \(error)", code: ExitStatus.noInput)
         }

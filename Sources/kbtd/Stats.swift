@@ -7,7 +7,7 @@ import KBTDServer
 
 extension StatsFormat: ExpressibleByArgument {}
 
-struct Stats: ParsableCommand {
+struct Stats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Report what kbtd knows per key, reading the database read-only (safe while the daemon runs).")
 
@@ -28,11 +28,11 @@ struct Stats: ParsableCommand {
 
     func validate() throws { try validateOSOption(os) }
 
-    func run() throws {
+    func run() async throws {
         var flags: [String: String] = [:]
         if let database { flags["database"] = database }
         let path = try resolveSettings(config: nil, flags: flags).database
-        let store = try openStore(path)
+        let store = try await openStore(path)
         let filter = StatsFilter(model: model, language: language, osMajor: os.flatMap(FieldRules.osMajor))
         let chosen = format ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
         let out = FileHandle.standardOutput
@@ -40,10 +40,10 @@ struct Stats: ParsableCommand {
             // A page of keys at a time: memory stays flat however large the database.
             switch chosen {
             case .json:
-                let totals = try store.statsTotals(filter)
+                let totals = try await store.statsTotals(filter)
                 out.write(Data(StatsFormatter.jsonOpening(keys: totals.keys, samples: totals.samples).utf8))
                 var first = true
-                _ = try store.forEachPage(filter, after: nil, pageSize: 5_000, maxKeys: .max) { counts in
+                _ = try await store.forEachPage(filter, after: nil, pageSize: 5_000, maxKeys: .max) { counts in
                     var text = ""
                     for row in StatsReport.rows(from: counts, filter: filter) {
                         if !first { text += "," }
@@ -55,13 +55,13 @@ struct Stats: ParsableCommand {
                 out.write(Data((StatsFormatter.jsonClosing + "\n").utf8))
             case .csv:
                 out.write(Data(StatsFormatter.csvHeader.utf8))
-                _ = try store.forEachPage(filter, after: nil, pageSize: 5_000, maxKeys: .max) { counts in
+                _ = try await store.forEachPage(filter, after: nil, pageSize: 5_000, maxKeys: .max) { counts in
                     out.write(Data(StatsFormatter.csvRows(StatsReport.rows(from: counts, filter: filter)).utf8))
                 }
             case .table:
                 // Aligned columns need every row: a table is for a terminal, not for a million keys.
                 var rows: [StatsRow] = []
-                let more = try store.forEachPage(filter, after: nil, pageSize: 5_000, maxKeys: 100_000) { counts in
+                let more = try await store.forEachPage(filter, after: nil, pageSize: 5_000, maxKeys: 100_000) { counts in
                     rows += StatsReport.rows(from: counts, filter: filter)
                 }
                 out.write(Data(StatsFormatter.render(rows, as: .table).utf8))

@@ -270,7 +270,7 @@ struct PostgresNodeTests {
         #expect(node.stop() == 0)
     }
 
-    @Test func countsMergeByAdditionBatchIDsComeAlongAndASecondRunIsRefused() throws {
+    @Test func countsMergeByAdditionBatchIDsComeAlongAndASecondRunIsRefused() async throws {
         let postgres = try TestPostgres()
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -302,7 +302,7 @@ struct PostgresNodeTests {
 
         let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
         defer { database.close() }
-        let after = try PostgresTelemetryStore(database: database, migrate: false, forWriting: false).loadCounts()
+        let after = try await PostgresTelemetryStore(database: database, migrate: false, forWriting: false).loadCounts()
         // Every height count is the file's plus the node's own 5 samples at 336 pt.
         #expect(after.animations.values.reduce(0, +) == 65)
         #expect(Set(after.heights.keys) == Set(before.heights.keys))

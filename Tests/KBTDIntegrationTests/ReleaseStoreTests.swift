@@ -15,28 +15,28 @@ func releaseBatch(_ id: String, os: String, model: String = "iPhone17,1", langua
 @Suite("Point releases in the stores (schema v9)", .ownThreads, .serialized)
 struct ReleaseStoreTests {
     @Test(arguments: StoreKind.available)
-    func releaseCountsSurviveReopeningAndLeaveWithTheirKey(kind: StoreKind) throws {
+    func releaseCountsSurviveReopeningAndLeaveWithTheirKey(kind: StoreKind) async throws {
         let subject = try StoreUnderTest(kind)
         var expected = AggregateDelta()
         do {
-            let store = try subject.open()
+            let store = try await subject.open()
             let batches = [
                 releaseBatch("a", os: "26.1", height: 380, count: 40),
                 releaseBatch("b", os: "26.2", height: 384, count: 30),
                 releaseBatch("c", os: "26.2.1", height: 384, count: 5),
                 releaseBatch("d", os: "26.1", language: "en-US", height: 336, count: 25),
             ]
-            #expect(try store.commit(batches).stored == [true, true, true, true])
+            #expect(try await store.commit(batches).stored == [true, true, true, true])
             // A duplicate adds nothing, to releases either.
-            #expect(try store.commit([releaseBatch("b", os: "26.2", height: 384, count: 30)]).stored == [false])
+            #expect(try await store.commit([releaseBatch("b", os: "26.2", height: 384, count: 30)]).stored == [false])
             for batch in batches { expected.merge(batch.delta) }
         }
         let key = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
         #expect(expected.releases[ReleaseBin(series: key, minor: 2, halfPoints: HeightBin.halfPoints(384))]
                 == ReleaseCount(samples: 35, votes: 35))
-        let reopened = try subject.open()
-        #expect(try reopened.loadCounts() == expected)
-        let indexed = try reopened.loadIndexCounts()
+        let reopened = try await subject.open()
+        #expect(try await reopened.loadCounts() == expected)
+        let indexed = try await reopened.loadIndexCounts()
         #expect(indexed.releases == expected.releases)
         var index = HeightIndex()
         index.apply(indexed)
@@ -126,7 +126,7 @@ struct ReleaseRouteTests {
 @Suite("Point releases: a PostgreSQL database of schema v8 migrates losing nothing", .ownThreads)
 struct ReleasePostgresMigrationTests {
     @Test(.enabled(if: TestPostgres.available))
-    func aVersion8PostgresDatabaseMigratesToReleasesLosingNothing() throws {
+    func aVersion8PostgresDatabaseMigratesToReleasesLosingNothing() async throws {
         let postgres = try TestPostgres()
         // The database exactly as a kbtd of schema v8 leaves it, holding one trusted key.
         for sql in PostgresSchema.bookkeeping { try postgres.psql("kbtd", sql, user: "kbtd") }
@@ -143,16 +143,16 @@ struct ReleasePostgresMigrationTests {
             """, user: "kbtd")
         let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
         defer { database.close() }
-        let store = try PostgresTelemetryStore(database: database, admission: { IndexAdmission() })
+        let store = try await PostgresTelemetryStore(database: database, admission: { IndexAdmission() })
         #expect(try postgres.psql("kbtd", "SELECT MAX(version) FROM schema_migrations") == "\(PostgresSchema.latestVersion)")
-        let counts = try store.loadCounts()
+        let counts = try await store.loadCounts()
         let key = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
         #expect(counts.heights[HeightCountKey(series: key, placement: .docked, halfPoints: HeightBin.halfPoints(380))] == 1_500)
         #expect(counts.votes[SeriesBin(series: key, halfPoints: HeightBin.halfPoints(380))] == 1_500)
         #expect(counts.releases.isEmpty)
-        #expect(try store.loadIndexCounts().heights.values.reduce(0, +) == 1_500)
-        _ = try store.commit([releaseBatch("n", os: "26.2", height: 384, count: 300, receivedAt: 2_000)])
-        let after = try store.loadCounts()
+        #expect(try await store.loadIndexCounts().heights.values.reduce(0, +) == 1_500)
+        _ = try await store.commit([releaseBatch("n", os: "26.2", height: 384, count: 300, receivedAt: 2_000)])
+        let after = try await store.loadCounts()
         #expect(after.heights.values.reduce(0, +) == 1_800 && after.releases.values.map(\.samples).reduce(0, +) == 300)
     }
 }

@@ -36,14 +36,14 @@ final class StoreUnderTest {
     var path: String { directory.appendingPathComponent("kbtd.sqlite").path }
 
     /// Opens (creating and migrating) the store; every call is a new connection, as a restart is.
-    func open(admission: IndexAdmission = IndexAdmission()) throws -> any TelemetryStore & TelemetryReader {
+    func open(admission: IndexAdmission = IndexAdmission()) async throws -> any TelemetryStore & TelemetryReader {
         switch kind {
         case .sqlite:
             return try SQLiteTelemetryStore(path: path, admission: { admission })
         case .postgresql:
             let database = PostgresDatabase(url: try PostgresURL(postgres!.url), logger: Logger(label: "kbtd-test"))
             databases.append(database)
-            return try PostgresTelemetryStore(database: database, admission: { admission })
+            return try await PostgresTelemetryStore(database: database, admission: { admission })
         }
     }
 }
@@ -53,43 +53,43 @@ struct StoreConformanceTests {
     /// docs/privacy.md: a network's keyed hash retires `source_retention_days` after it last reported
     /// the key; the key keeps its count of sources, and a report refreshes the time.
     @Test(arguments: StoreKind.available)
-    func keyedSourcesRetireAfterTheirLastReportKeepingEachKeysCount(kind: StoreKind) throws {
+    func keyedSourcesRetireAfterTheirLastReportKeepingEachKeysCount(kind: StoreKind) async throws {
         let subject = try StoreUnderTest(kind)
-        let store = try subject.open()
+        let store = try await subject.open()
         let a = SourceID(network: "198.51.100.1"), b = SourceID(network: "198.51.100.2")
-        _ = try store.commit([pendingBatch("1", receivedAt: 1_000, source: a), pendingBatch("2", receivedAt: 1_000, source: b),
+        _ = try await store.commit([pendingBatch("1", receivedAt: 1_000, source: a), pendingBatch("2", receivedAt: 1_000, source: b),
                               pendingBatch("3", receivedAt: 1_000)])
-        _ = try store.commit([pendingBatch("4", receivedAt: 5_000, source: a)])
-        let key = try #require(try store.loadCounts().sources.keys.first)
-        #expect(try store.loadCounts().sources[key] == [a, b, .trusted])
+        _ = try await store.commit([pendingBatch("4", receivedAt: 5_000, source: a)])
+        let key = try #require(try await store.loadCounts().sources.keys.first)
+        #expect(try await store.loadCounts().sources[key] == [a, b, .trusted])
 
-        #expect(try store.retireSources(seenBefore: 2_000) == 1)
-        let after = try #require(try store.loadCounts().sources[key])
+        #expect(try await store.retireSources(seenBefore: 2_000) == 1)
+        let after = try #require(try await store.loadCounts().sources[key])
         #expect(after.count == 3 && after.contains(a) && after.contains(.trusted) && !after.contains(b))
         #expect(after.filter { !$0.isNetworkHash && $0 != .trusted }.count == 1, "b is now a retired id")
 
-        #expect(try store.retireSources(seenBefore: 10_000) == 1)
-        #expect(try store.retireSources(seenBefore: 10_000) == 0)
-        let last = try #require(try subject.open().loadCounts().sources[key])
+        #expect(try await store.retireSources(seenBefore: 10_000) == 1)
+        #expect(try await store.retireSources(seenBefore: 10_000) == 0)
+        let last = try #require(try await subject.open().loadCounts().sources[key])
         #expect(last.count == 3 && last.filter(\.isNetworkHash).isEmpty && last.contains(.trusted))
     }
 
     @Test(arguments: StoreKind.available)
-    func aBatchIDCountsOnceAndPruningForgetsIt(kind: StoreKind) throws {
+    func aBatchIDCountsOnceAndPruningForgetsIt(kind: StoreKind) async throws {
         let subject = try StoreUnderTest(kind)
-        let store = try subject.open()
-        let first = try store.commit([pendingBatch("a", receivedAt: 100, heights: [336, 337]),
+        let store = try await subject.open()
+        let first = try await store.commit([pendingBatch("a", receivedAt: 100, heights: [336, 337]),
                                       pendingBatch("b", receivedAt: 5_000, heights: [336, 336, 392]),
                                       pendingBatch("a", receivedAt: 100, heights: [336, 337])])
         #expect(first.stored == [true, true, false])
         #expect(first.added.animations.values.reduce(0, +) == 5)
-        #expect(try store.commit([pendingBatch("b", receivedAt: 5_000, heights: [1])]).stored == [false])
-        #expect(try store.batchIDCount() == 2)
-        #expect(try store.pruneBatchIDs(receivedBefore: 1_000) == 1)
-        #expect(try store.batchIDCount() == 1)
+        #expect(try await store.commit([pendingBatch("b", receivedAt: 5_000, heights: [1])]).stored == [false])
+        #expect(try await store.batchIDCount() == 2)
+        #expect(try await store.pruneBatchIDs(receivedBefore: 1_000) == 1)
+        #expect(try await store.batchIDCount() == 1)
         // Past retention a retry counts again: documented behaviour.
-        #expect(try store.commit([pendingBatch("a", receivedAt: 6_000, heights: [336, 337])]).stored == [true])
-        let counts = try store.loadCounts()
+        #expect(try await store.commit([pendingBatch("a", receivedAt: 6_000, heights: [336, 337])]).stored == [true])
+        let counts = try await store.loadCounts()
         #expect(counts.animations.values.reduce(0, +) == 7)
         #expect(counts.heights.values.reduce(0, +) == 6)  // every third sample is a hide: no height
     }
@@ -97,9 +97,9 @@ struct StoreConformanceTests {
     /// Keys without trusted data nobody reported since the cutoff go, admitted or not; a key
     /// reported later (admitted: `last_seen` moved by the commit; not admitted: by its registration) stays.
     @Test(arguments: StoreKind.available)
-    func idleUntrustedKeysAgeOut(kind: StoreKind) throws {
+    func idleUntrustedKeysAgeOut(kind: StoreKind) async throws {
         let subject = try StoreUnderTest(kind)
-        let store = try subject.open()
+        let store = try await subject.open()
         let day: Int64 = 86_400
         var first: [PendingBatch] = [pendingBatch("t", receivedAt: 100 * day, model: "Trusted1,1"),
                                      pendingBatch("l1", receivedAt: 100 * day, model: "Lonely1,1", source: SourceID(network: "10.9.0.1"))]
@@ -108,47 +108,47 @@ struct StoreConformanceTests {
             first.append(pendingBatch("j\(network)", receivedAt: 100 * day, model: "Junk1,1", source: source))
             first.append(pendingBatch("a\(network)", receivedAt: 100 * day, model: "Alive1,1", source: source))
         }
-        #expect(try store.commit(first).admitted == 3)
-        _ = try store.commit([pendingBatch("a9", receivedAt: 140 * day, model: "Alive1,1", source: SourceID(network: "10.9.0.1")),
+        #expect(try await store.commit(first).admitted == 3)
+        _ = try await store.commit([pendingBatch("a9", receivedAt: 140 * day, model: "Alive1,1", source: SourceID(network: "10.9.0.1")),
                               pendingBatch("l2", receivedAt: 140 * day, model: "Lonely1,1", source: SourceID(network: "10.9.0.2"))])
-        #expect(try store.pruneIdleKeys(lastSeenBefore: 130 * day, limit: 100).map(\.model) == ["Junk1,1"])
+        #expect(try await store.pruneIdleKeys(lastSeenBefore: 130 * day, limit: 100).map(\.model) == ["Junk1,1"])
         var models: Set<String> = []
-        try subject.open().forEachKey { models.insert($0.model) }
+        try await subject.open().forEachKey { models.insert($0.model) }
         #expect(models == ["Trusted1,1", "Alive1,1", "Lonely1,1"])
-        #expect(Set(try subject.open().loadIndexCounts().seriesKeys.map(\.model)) == ["Trusted1,1", "Alive1,1"])
+        #expect(Set(try await subject.open().loadIndexCounts().seriesKeys.map(\.model)) == ["Trusted1,1", "Alive1,1"])
     }
 
     @Test(arguments: StoreKind.available)
-    func countsSurviveReopeningAndReadBackExactly(kind: StoreKind) throws {
+    func countsSurviveReopeningAndReadBackExactly(kind: StoreKind) async throws {
         let subject = try StoreUnderTest(kind)
         var expected = AggregateDelta()
         do {
-            let store = try subject.open()
+            let store = try await subject.open()
             for round in 0..<3 {
                 let batches = (0..<4).map { i in
                     pendingBatch("r\(round)-\(i)", receivedAt: 3_600 * Int64(round) + 10, model: "iPhone1\(i),1",
                                  language: ["en-US", "ja-JP"][i % 2], heights: [336, 392.5, 260, 336, 401],
                                  screen: ScreenSize("393x852"))
                 }
-                let result = try store.commit(batches)
+                let result = try await store.commit(batches)
                 #expect(result.stored == [true, true, true, true])
                 for batch in batches { expected.merge(batch.delta) }
             }
         }
-        let reopened = try subject.open()
-        let counts = try reopened.loadCounts()
+        let reopened = try await subject.open()
+        let counts = try await reopened.loadCounts()
         #expect(counts == expected)
-        #expect(try reopened.loadIndexCounts() == expected)
-        let totals = try reopened.statsTotals(StatsFilter())
+        #expect(try await reopened.loadIndexCounts() == expected)
+        let totals = try await reopened.statsTotals(StatsFilter())
         #expect(totals.keys == Int64(expected.seriesKeys.count))
         #expect(totals.samples == 60)
-        #expect(try reopened.statsTotals(StatsFilter(model: "iPhone10,1")).samples == 15)
+        #expect(try await reopened.statsTotals(StatsFilter(model: "iPhone10,1")).samples == 15)
         // Pages of 3 keys with a cursor read every key once, in order.
         var paged = AggregateDelta()
         var pages = 0
         var cursor: SeriesKey? = nil
         repeat {
-            cursor = try reopened.forEachPage(StatsFilter(), after: cursor, pageSize: 3, maxKeys: 3) { page in
+            cursor = try await reopened.forEachPage(StatsFilter(), after: cursor, pageSize: 3, maxKeys: 3) { page in
                 paged.merge(page)
                 pages += 1
             }
@@ -157,41 +157,41 @@ struct StoreConformanceTests {
         withoutScreens.screens = [:]
         #expect(paged == withoutScreens)
         #expect(pages == (expected.seriesKeys.count + 2) / 3)
-        let hours = try reopened.hourlyIngest(since: 0)
+        let hours = try await reopened.hourlyIngest(since: 0)
         #expect(hours.map(\.hour) == [0, 3_600, 7_200])
         #expect(hours.map(\.samples) == [20, 20, 20])
         #expect(hours.map(\.rejected) == [4, 4, 4])
     }
 
     @Test(arguments: StoreKind.available)
-    func keysJoinTheIndexOnceConfirmedAndUnconfirmedOnesArePruned(kind: StoreKind) throws {
+    func keysJoinTheIndexOnceConfirmedAndUnconfirmedOnesArePruned(kind: StoreKind) async throws {
         let subject = try StoreUnderTest(kind)
-        let store = try subject.open()
+        let store = try await subject.open()
         let ten = [Double](repeating: 336, count: 10)
-        let one = try store.commit([pendingBatch("1", language: "fr-FR", heights: ten, source: SourceID(network: "198.51.100.1")),
+        let one = try await store.commit([pendingBatch("1", language: "fr-FR", heights: ten, source: SourceID(network: "198.51.100.1")),
                                     pendingBatch("2", language: "fr-FR", heights: ten, source: SourceID(network: "198.51.100.2"))])
         #expect(one.admitted == 0)
         #expect(one.added.seriesKeys.isEmpty)
-        let two = try store.commit([pendingBatch("3", language: "fr-FR", heights: ten, source: SourceID(network: "203.0.113.7"))])
+        let two = try await store.commit([pendingBatch("3", language: "fr-FR", heights: ten, source: SourceID(network: "203.0.113.7"))])
         #expect(two.admitted >= 1)
         #expect(two.added.animations.filter { $0.key.series.language == "fr-FR" }.values.reduce(0, +) == 30)
-        #expect(try store.commit([pendingBatch("4", language: "de-DE", heights: ten)]).admitted >= 1)
-        #expect(try store.commit([pendingBatch("5", language: "xx-junk", heights: ten, source: SourceID(network: "192.0.2.66"))])
+        #expect(try await store.commit([pendingBatch("4", language: "de-DE", heights: ten)]).admitted >= 1)
+        #expect(try await store.commit([pendingBatch("5", language: "xx-junk", heights: ten, source: SourceID(network: "192.0.2.66"))])
             .admitted == 0)
-        #expect(Set(try store.loadIndexCounts().seriesKeys.map(\.language)) == ["de-DE", "fr-FR"])
-        let pruned = try store.pruneUnconfirmedKeys(firstSeenBefore: 2_000, limit: 100)
+        #expect(Set(try await store.loadIndexCounts().seriesKeys.map(\.language)) == ["de-DE", "fr-FR"])
+        let pruned = try await store.pruneUnconfirmedKeys(firstSeenBefore: 2_000, limit: 100)
         #expect(Set(pruned.map(\.language)) == ["xx-junk"])
-        #expect(Set(try store.loadCounts().seriesKeys.map(\.language)) == ["de-DE", "fr-FR"])
+        #expect(Set(try await store.loadCounts().seriesKeys.map(\.language)) == ["de-DE", "fr-FR"])
         var remaining: Set<String> = []
-        try store.forEachKey { remaining.insert($0.language) }
+        try await store.forEachKey { remaining.insert($0.language) }
         #expect(remaining == ["de-DE", "fr-FR"])
     }
 
     /// The same commits give the same counts, index and stats in both stores.
     @Test(.enabled(if: TestPostgres.available))
-    func bothStoresHoldTheSameCountsForTheSameCommits() throws {
+    func bothStoresHoldTheSameCountsForTheSameCommits() async throws {
         let sqlite = try StoreUnderTest(.sqlite), postgres = try StoreUnderTest(.postgresql)
-        let stores = [try sqlite.open(), try postgres.open()]
+        let stores = [try await sqlite.open(), try await postgres.open()]
         var generator = SplitMix64(seed: 14)
         for round in 0..<20 {
             var batches: [PendingBatch] = []
@@ -202,15 +202,16 @@ struct StoreConformanceTests {
                                             model: "iPhone\(generator.next() % 4),1", language: ["en-US", "ja-JP", "emoji"][i % 3],
                                             heights: heights, source: source))
             }
-            let results = try stores.map { try $0.commit(batches) }
+            var results: [CommitResult] = []
+            for store in stores { results.append(try await store.commit(batches)) }
             #expect(results[0].stored == results[1].stored)
             #expect(results[0].admitted == results[1].admitted)
             #expect(results[0].added == results[1].added)
         }
-        #expect(try stores[0].loadCounts() == stores[1].loadCounts())
-        #expect(try stores[0].loadIndexCounts() == stores[1].loadIndexCounts())
-        #expect(try stores[0].statsTotals(StatsFilter()) == stores[1].statsTotals(StatsFilter()))
-        #expect(try stores[0].hourlyIngest(since: 0) == stores[1].hourlyIngest(since: 0))
-        #expect(try stores[0].batchIDCount() == stores[1].batchIDCount())
+        #expect(try await stores[0].loadCounts() == stores[1].loadCounts())
+        #expect(try await stores[0].loadIndexCounts() == stores[1].loadIndexCounts())
+        #expect(try await stores[0].statsTotals(StatsFilter()) == stores[1].statsTotals(StatsFilter()))
+        #expect(try await stores[0].hourlyIngest(since: 0) == stores[1].hourlyIngest(since: 0))
+        #expect(try await stores[0].batchIDCount() == stores[1].batchIDCount())
     }
 }

@@ -101,16 +101,16 @@ struct StoreCoreConformanceTests {
     /// One place left in the index: both stores give it to the strongest confirmed
     /// candidate (a trusted peer's key), not to the first in key order.
     @Test(arguments: StoreKind.available)
-    func theLastPlaceGoesToTheStrongestCandidate(kind: StoreKind) throws {
+    func theLastPlaceGoesToTheStrongestCandidate(kind: StoreKind) async throws {
         let subject = try StoreUnderTest(kind)
-        let store = try subject.open(admission: IndexAdmission(minSources: 3, maxIndexedKeys: 2))
-        #expect(try store.commit([pendingBatch("first", model: "iPhone10,1")]).admitted == 1)
+        let store = try await subject.open(admission: IndexAdmission(minSources: 3, maxIndexedKeys: 2))
+        #expect(try await store.commit([pendingBatch("first", model: "iPhone10,1")]).admitted == 1)
         let networks = ["198.51.100.1", "198.51.100.2", "198.51.100.3"].map { SourceID(network: $0) }
-        let result = try store.commit(networks.enumerated().map { index, source in
+        let result = try await store.commit(networks.enumerated().map { index, source in
             pendingBatch("weak-\(index)", model: "iPhone1,1", source: source)
         } + [pendingBatch("strong", model: "iPhone9,9")])
         #expect(result.admitted == 1)
-        let models = Set(try store.loadIndexCounts().seriesKeys.map(\.model))
+        let models = Set(try await store.loadIndexCounts().seriesKeys.map(\.model))
         #expect(models == ["iPhone10,1", "iPhone9,9"])
     }
 }

@@ -60,16 +60,16 @@ struct VoteAgeTests {
     }
 
     @Test(arguments: StoreKind.available)
-    func aKeyThatMovedWithNoReleaseConvergesWithinTheHorizonAndAfterARestart(kind: StoreKind) throws {
+    func aKeyThatMovedWithNoReleaseConvergesWithinTheHorizonAndAfterARestart(kind: StoreKind) async throws {
         let subject = try StoreUnderTest(kind)
         var live = HeightIndex()
         var stored: Int64 = 0
         do {
-            let store = try subject.open()
+            let store = try await subject.open()
             for commit in Self.history(language: "ja-JP", old: 380, new: 384, ageDays: 25)
                 + Self.history(language: "en-US", old: 336, new: 336, ageDays: 25) {
                 for batch in commit {
-                    let result = try store.commit([batch])
+                    let result = try await store.commit([batch])
                     #expect(result.stored == [true])
                     live.apply(result.added)
                     stored += Int64(batch.accepted)
@@ -77,7 +77,7 @@ struct VoteAgeTests {
             }
             // A retry adds nothing, to the days' votes either.
             let retry = Self.history(language: "ja-JP", old: 380, new: 384, ageDays: 25)[1][0]
-            #expect(try store.commit([retry]).stored == [false])
+            #expect(try await store.commit([retry]).stored == [false])
         }
         let estimator = HeightEstimator()
         let moved = estimator.estimate(Self.query("ja-JP"), in: live)
@@ -90,14 +90,14 @@ struct VoteAgeTests {
         #expect(steady.height == 336 && steady == Self.unaged().estimate(Self.query("en-US"), in: live))
 
         // A restart: the index rebuilt from the store answers the same.
-        let reopened = try subject.open()
+        let reopened = try await subject.open()
         var rebuilt = HeightIndex()
-        rebuilt.apply(try reopened.loadIndexCounts())
+        rebuilt.apply(try await reopened.loadIndexCounts())
         #expect(estimator.estimate(Self.query("ja-JP"), in: rebuilt) == moved)
         #expect(estimator.estimate(Self.query("en-US"), in: rebuilt) == steady)
         #expect(rebuilt.latestVoteDay == Int(Self.today / Self.day))
         // Operators' counts stay all-time totals.
-        let totals = try reopened.statsTotals(StatsFilter())
+        let totals = try await reopened.statsTotals(StatsFilter())
         #expect(totals.samples == stored)
         let key = SeriesKey(model: Self.model, osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
         #expect(rebuilt.series(key)?.heights.total == 1_800)

@@ -122,7 +122,7 @@ struct ManyClientsTests {
         #expect(try await app.get(query).json?["height"] == .number(346), "5 votes do not outvote 15")
         for round in 0..<2 {
             await app.app.shutdown()
-            app = try InProcessApp(environment: environment, database: database)
+            app = try await InProcessApp.reopened(environment: environment, database: database)
             let response = try await Self.post(app, from: attacker, samples: shows(5, height: 360)
                                                + shows(1, height: 346, language: "r\(round)-XX"))
             #expect(response.status == 202)

@@ -40,6 +40,31 @@ struct RefusalBodyTests {
                       #"{"error":"invalid batch","detail":"\#(error.description)","field":"device.model"}"#)
     }
 
+    /// The height routes' 400 is a thrown refusal too: the same bytes as every other route's,
+    /// through the router (the fast path never answers a question the reply refuses).
+    @Test func invalidHeightQueriesNameTheirField() async throws {
+        let app = try InProcessApp()
+        func fault(_ parse: () throws(FieldError) -> Void) -> FieldError? {
+            do { try parse() } catch { return error }
+            return nil
+        }
+        let orientation = try #require(fault { () throws(FieldError) in
+            _ = try HeightQuery(parameters: { ["model": "iPhone17,1", "language": "ja-JP", "orientation": "sideways"][$0] })
+        })
+        #expect(orientation.field == "orientation")
+        expectRefusal(try await app.get("/v1/height?model=iPhone17,1&language=ja-JP&orientation=sideways"), 400,
+                      #"{"error":"invalid query","detail":"\#(orientation.description)","field":"orientation"}"#)
+        let os = try #require(fault { () throws(FieldError) in _ = try HeightQuery.osMajor("x") })
+        #expect(os.field == "os")
+        expectRefusal(try await app.get("/v1/heights?model=iPhone17,1&os=x"), 400,
+                      #"{"error":"invalid query","detail":"\#(os.description)","field":"os"}"#)
+        let missing = try await app.get("/v1/height")
+        #expect(missing.status == 400 && missing.header("Content-Type") == "application/json")
+        #expect(missing.text.hasPrefix(#"{"error":"invalid query","detail":""#) && missing.text.hasSuffix(#""field":"model"}"#))
+        let head = try await app.request(.head, "/v1/height?model=iPhone17,1&language=ja-JP&orientation=sideways")
+        #expect(head.status == 400 && head.body.isEmpty && head.header("Content-Type") == "application/json")
+    }
+
     @Test func invalidQueriesOnTheOperationsEndpoints() async throws {
         let app = try InProcessApp()
         expectRefusal(try await app.get("/v1/stats?limit=0"), 400,

@@ -76,9 +76,9 @@ public final class KBTDApp: Sendable {
             // Creates and migrates the database; its admitted keys seed the index.
             try DatabaseFile.prepare(path, mode: fileMode)
             lock = try ExclusiveLock(path: path, what: "database", mode: fileMode)
-            let store = try openStore()
+            let store = try StoreLocation.sqliteWriter(path, initial, admission: admission)
             index.apply(try store.loadIndexCounts())
-            try keyGate.remember(everyKeyIn: store)
+            try keyGate.remember(everyKeyOf: store.forEachKey)
             ledger = try store.loadLedger(day: today)
         } catch let error as SQLiteError where error.isTransient {
             // A read-only or full file system under an existing database: serve
@@ -86,7 +86,7 @@ public final class KBTDApp: Sendable {
             logger.error("database \(path) is not writable (\(error)); serving read-only until it is")
             if let store = try? SQLiteTelemetryStore(path: path, access: .readOnly) {
                 if let counts = try? store.loadIndexCounts() { index.apply(counts) }
-                try? keyGate.remember(everyKeyIn: store)
+                try? keyGate.remember(everyKeyOf: store.forEachKey)
                 if let kept = try? store.loadLedger(day: today) { ledger = kept }
             }
         } }
@@ -226,20 +226,11 @@ public final class KBTDApp: Sendable {
         keyGate.update(next.keyLimits)
     }
 
-    /// Stops taking batches and commits everything queued. The writer's
-    /// shutdown blocks until its thread ends, so it runs on a thread of its
-    /// own, never on the cooperative pool (two threads here: a blocked one
-    /// stalls half of every other task).
+    /// Stops taking batches and commits everything queued (awaiting the writer's task).
     public func shutdown() async {
         // The catch-up first: nothing is applied to the index once the writer stops.
         await background.shutdown()
-        let writer = self.writer
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                writer.shutdown()
-                done.resume()
-            }
-        }
+        await writer.shutdown()
         // Nothing writes any more: another kbtd (or this process, restarting in-process) may take the file.
         databaseLock.withLock { $0 = nil }
     }

@@ -41,37 +41,43 @@ public enum StoreLocation: Sendable {
         }, logger: logger)
     }
 
-    /// What the writer thread opens, and reopens after a failed commit: the
-    /// SQLite file read-write (created and migrated), or a store on `node`'s pool.
+    /// What the writer opens, and reopens after a failed commit: the SQLite
+    /// file read-write (created and migrated: `sqliteWriter`), or a store on `node`'s pool.
     func writer(_ settings: ServerSettings, node: PostgresNode?,
-                admission: @escaping @Sendable () -> IndexAdmission) -> @Sendable () throws -> any TelemetryStore {
+                admission: @escaping @Sendable () -> IndexAdmission) -> @Sendable () async throws -> any TelemetryStore {
         switch self {
         case .postgres:
             guard let node else { preconditionFailure("a PostgreSQL store is opened through its node (PostgresNode.open)") }
             let database = node.database, marks = node.marks
-            return { try PostgresTelemetryStore(database: database, marks: marks, migrate: false, admission: admission) }
+            return { try await PostgresTelemetryStore(database: database, marks: marks, migrate: false, admission: admission) }
         case .sqlite(let path):
-            let (fileMode, walLimit) = (settings.databaseMode, settings.maxWALBytes)
-            return { try SQLiteTelemetryStore(path: path, fileMode: fileMode, walLimitBytes: walLimit, admission: admission) }
+            return { try Self.sqliteWriter(path, settings, admission: admission) }
         }
     }
 
-    /// A reader for `/v1/stats` and the dashboard (blocking: call off the cooperative
-    /// pool): the SQLite file read-only, or a reader on `node`'s pool.
-    func reader(node: PostgresNode?) throws -> any TelemetryReader {
+    /// The SQLite file read-write, created and migrated (blocking: the writer's
+    /// thread, and `KBTDApp.init`, which loads the index from it at start-up).
+    static func sqliteWriter(_ path: String, _ settings: ServerSettings,
+                             admission: @escaping @Sendable () -> IndexAdmission) throws -> SQLiteTelemetryStore {
+        try SQLiteTelemetryStore(path: path, fileMode: settings.databaseMode, walLimitBytes: settings.maxWALBytes, admission: admission)
+    }
+
+    /// A reader for `/v1/stats` and the dashboard: the SQLite file read-only
+    /// (blocking: await it from `StoreThreads.readers`), or a reader on `node`'s pool.
+    func reader(node: PostgresNode?) async throws -> any TelemetryReader {
         switch self {
         case .postgres:
             guard let node else { preconditionFailure("a PostgreSQL store is read through its node (PostgresNode.open)") }
-            return try PostgresTelemetryStore(database: node.database, migrate: false, forWriting: false)
+            return try await PostgresTelemetryStore(database: node.database, migrate: false, forWriting: false)
         case .sqlite(let path):
             return try SQLiteTelemetryStore(path: path, access: .readOnly)
         }
     }
 
-    /// A read-only store for a command-line tool (blocking): the SQLite file,
-    /// never created or migrated, or a small pool of its own on PostgreSQL
-    /// (never migrated; an hour per operation, for long reads).
-    public func offlineReader() throws(OpenFailure) -> any TelemetryReader {
+    /// A read-only store for a command-line tool: the SQLite file, never
+    /// created or migrated, or a small pool of its own on PostgreSQL (never
+    /// migrated; an hour per operation, for long reads).
+    public func offlineReader() async throws(OpenFailure) -> any TelemetryReader {
         switch self {
         case .postgres(let text):
             var url: PostgresURL
@@ -83,7 +89,7 @@ public enum StoreLocation: Sendable {
             }
             let database = PostgresDatabase(url: url, maxConnections: 2, operationTimeout: .seconds(3600), logger: Logger(label: "kbtd"))
             do {
-                return try PostgresTelemetryStore(database: database, migrate: false, forWriting: false)
+                return try await PostgresTelemetryStore(database: database, migrate: false, forWriting: false)
             } catch {
                 throw .unreadable("\(url): \(PostgresDatabase.describe(error))")
             }

@@ -14,11 +14,12 @@ final class KeyGate: Sendable {
 
     func remember(_ keys: [SeriesKey]) { admission.withLock { for key in keys { $0.remember(key) } } }
 
-    /// Remembers every key `store` holds (start-up), taking the lock once per 10,000 keys, not per key.
-    func remember(everyKeyIn store: any TelemetryStore) throws {
+    /// Remembers every key a store's `forEachKey` lists (start-up, SQLite), taking the lock once
+    /// per 10,000 keys, not per key.
+    func remember(everyKeyOf forEachKey: ((SeriesKey) -> Void) throws -> Void) throws {
         var batch: [SeriesKey] = []
         batch.reserveCapacity(10_000)
-        try store.forEachKey { key in
+        try forEachKey { key in
             batch.append(key)
             if batch.count == 10_000 {
                 remember(batch)

@@ -23,10 +23,4 @@ enum JSONResponse {
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         return make(status, .object(members), headers: headers)
     }
-
-    /// A 400 for a value that breaks a rule: the same `detail` and `field` on every route
-    /// (`JSONRefusal(_:_:)` renders it; for answers built outside the router).
-    static func invalid(_ error: FieldError, _ title: String) -> Response {
-        self.error(.badRequest, title, detail: error.description, field: error.field)
-    }
 }

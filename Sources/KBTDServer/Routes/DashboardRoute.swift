@@ -4,7 +4,6 @@ import Hummingbird
 import KBTDCore
 import KBTDReport
 import KBTDStore
-import NIOPosix
 
 /// `GET /dashboard`: the charts page (`DashboardPage`), drawn from the
 /// database (read-only, like `/v1/stats`), the live height index's estimates
@@ -25,11 +24,11 @@ struct DashboardRoute: Sendable {
         let path = operations.databasePath, heights = self.heights, answers = metrics.answersByBasis
         let openReader = operations.readerFactory
         do {
-            // SQLite and rendering block: run on NIO's thread pool, not the cooperative pool.
-            let html = try await NIOThreadPool.singleton.runIfActive {
+            // SQLite and rendering block: run on the store's reader threads, not the cooperative pool.
+            let html = try await withTaskExecutorPreference(StoreThreads.readers) {
                 let now = Int64(Date().timeIntervalSince1970)
                 let minSamples = heights.minSamples
-                let (data, hourly) = try Self.load(try openReader(), filter: filter, minSamples: minSamples, now: now)
+                let (data, hourly) = try await Self.load(try await openReader(), filter: filter, minSamples: minSamples, now: now)
                 return DashboardPage.render(DashboardInput(
                     data: data, hourly: hourly, answersByBasis: answers, filter: filter, minSamples: minSamples,
                     generatedAt: now, live: true, estimate: heights.estimate))
@@ -53,7 +52,8 @@ struct DashboardRoute: Sendable {
     /// What the page draws for `filter` (aggregated and cut to its limits in the database, so
     /// bounded whatever the number of keys) and the last 7 days of hourly ingest, read-only.
     static func load(_ store: any TelemetryReader, filter: DashboardFilter, minSamples: Int64,
-                     now: Int64) throws -> (DashboardData, [HourlyIngest]) {
-        (try store.dashboardData(filter, minSamples: minSamples), try store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600))
+                     now: Int64) async throws -> (DashboardData, [HourlyIngest]) {
+        (try await store.dashboardData(filter, minSamples: minSamples),
+         try await store.hourlyIngest(since: now / 3600 * 3600 - 167 * 3600))
     }
 }

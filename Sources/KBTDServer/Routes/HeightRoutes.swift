@@ -9,7 +9,8 @@ import KBTDCore
 /// cache of framed answers (`RenderedAnswers`): the router's handlers below, and
 /// the fast path (`CachedAnswers`), which answers the common case on an HTTP/1.1
 /// connection or an h2 stream in the channel pipeline without the router. A
-/// question the reply refuses (a `FieldError`) always goes through the router.
+/// question the reply refuses (a `FieldError`) always goes through the router,
+/// whose handlers throw it as a `JSONRefusal` (rendered by `JSONErrorMiddleware`).
 struct HeightRoutes: Sendable {
     let heights: LiveHeights
     let settings: SettingsBox
@@ -39,15 +40,15 @@ struct HeightRoutes: Sendable {
 
     // Each handler names its own route: the router matches `/v1/height/` and `//v1/height` to
     // `/v1/height` too, so the raw path of the request must not decide which answer is sent.
-    func height(_ request: Request, context: KBTDRequestContext) -> Response {
-        response(for: request, route: "/v1/height")
+    func height(_ request: Request, context: KBTDRequestContext) throws(JSONRefusal) -> Response {
+        try response(for: request, route: "/v1/height")
     }
 
-    func allHeights(_ request: Request, context: KBTDRequestContext) -> Response {
-        response(for: request, route: "/v1/heights")
+    func allHeights(_ request: Request, context: KBTDRequestContext) throws(JSONRefusal) -> Response {
+        try response(for: request, route: "/v1/heights")
     }
 
-    private func response(for request: Request, route: String) -> Response {
+    private func response(for request: Request, route: String) throws(JSONRefusal) -> Response {
         do throws(FieldError) {
             let query = request.uri.query.map { route + "?" + $0 } ?? route
             let answer = try rendered(route: route, key: query, ifNoneMatch: request.headers[.ifNoneMatch]) {
@@ -57,7 +58,7 @@ struct HeightRoutes: Sendable {
             guard let body = answer.body else { return Response(status: answer.reply.status, headers: answer.fields) }
             return Response(status: answer.reply.status, headers: answer.fields, body: .init(byteBuffer: body))
         } catch {
-            return JSONResponse.invalid(error, "invalid query")
+            throw JSONRefusal(error, "invalid query")
         }
     }
 

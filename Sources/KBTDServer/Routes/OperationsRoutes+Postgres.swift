@@ -15,10 +15,10 @@ extension OperationsRoutes {
         return copy
     }
 
-    /// Opens a reader of the store (blocking: call on NIO's thread pool).
-    var readerFactory: @Sendable () throws -> any TelemetryReader {
+    /// Opens a reader of the store (SQLite's blocks: await it from `StoreThreads.readers`).
+    var readerFactory: @Sendable () async throws -> any TelemetryReader {
         let (location, node) = (StoreLocation(database: databasePath), postgres)
-        return { try location.reader(node: node) }
+        return { try await location.reader(node: node) }
     }
 
     /// 200 while the last commit and the last pool operation succeeded and the

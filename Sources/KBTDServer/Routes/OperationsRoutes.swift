@@ -4,7 +4,6 @@ import KBTDCore
 import KBTDPostgres
 import KBTDReport
 import KBTDStore
-import NIOPosix
 
 /// `/healthz`, `/metrics` and `/v1/stats` (`/dashboard` is beside). The last
 /// two sit behind `AdminAccessMiddleware`.
@@ -76,12 +75,12 @@ struct OperationsRoutes: Sendable {
         let openReader = readerFactory
         let (cursor, pageLimit) = (after, limit)
         do {
-            // SQLite blocks: read on NIO's thread pool, not the cooperative pool.
-            let body = try await NIOThreadPool.singleton.runIfActive {
-                let store = try openReader()
-                let totals = try store.statsTotals(filter)
+            // SQLite blocks: read on the store's reader threads, not the cooperative pool.
+            let body = try await withTaskExecutorPreference(StoreThreads.readers) {
+                let store = try await openReader()
+                let totals = try await store.statsTotals(filter)
                 var rows: [StatsRow] = []
-                let next = try store.forEachPage(filter, after: cursor, pageSize: 5_000, maxKeys: pageLimit) { counts in
+                let next = try await store.forEachPage(filter, after: cursor, pageSize: 5_000, maxKeys: pageLimit) { counts in
                     rows += StatsReport.rows(from: counts, filter: filter)
                 }
                 guard case .object(var members) = StatsFormatter.json(rows) else { return "" }

@@ -54,13 +54,13 @@ struct DashboardScaleTests {
     }
 
     @Test(arguments: StoreKind.available)
-    func theStoresAggregateWhatTheCountsInMemoryGive(kind: StoreKind) throws {
+    func theStoresAggregateWhatTheCountsInMemoryGive(kind: StoreKind) async throws {
         let subject = try StoreUnderTest(kind)
-        let store = try subject.open()
+        let store = try await subject.open()
         let counts = Self.counts()
-        _ = try store.commit([PendingBatch(batchID: "seed", receivedAt: 1_000, model: "iPhone10,1", os: "26.1", accepted: 1, rejected: 0,
+        _ = try await store.commit([PendingBatch(batchID: "seed", receivedAt: 1_000, model: "iPhone10,1", os: "26.1", accepted: 1, rejected: 0,
                                            delta: counts)])
-        let stored = try store.loadCounts()
+        let stored = try await store.loadCounts()
         #expect(stored.heights == counts.heights && stored.animations == counts.animations && stored.coldStarts == counts.coldStarts)
         let filters = [
             DashboardFilter(), DashboardFilter(model: "iPhone10,1"), DashboardFilter(model: "iPhone10,1", osMajor: 26),
@@ -70,14 +70,14 @@ struct DashboardScaleTests {
         for filter in filters {
             for minSamples: Int64 in [1, 20] {
                 let expected = DashboardData(counts: stored, filter: filter, minSamples: minSamples)
-                let data = try store.dashboardData(filter, minSamples: minSamples)
+                let data = try await store.dashboardData(filter, minSamples: minSamples)
                 #expect(data == expected, "\(kind) \(filter) min_samples \(minSamples)")
             }
         }
         // The limits apply: the choices, panels and rows are cut, and say how many were left out.
-        let all = try store.dashboardData(DashboardFilter(), minSamples: 20)
+        let all = try await store.dashboardData(DashboardFilter(), minSamples: 20)
         #expect(all.models.count == DashboardData.maxChoices && all.hiddenModels == 528 - DashboardData.maxChoices)
-        let model = try store.dashboardData(DashboardFilter(model: "iPhone10,1"), minSamples: 20)
+        let model = try await store.dashboardData(DashboardFilter(model: "iPhone10,1"), minSamples: 20)
         #expect(model.panels.count == DashboardData.maxPanels && model.hiddenPanels == 60 - DashboardData.maxPanels)
         #expect(model.durations.count == DashboardData.maxAnimationRows && model.thinKeys.count == DashboardData.maxThinKeys)
         #expect(model.coldStartRows.count == DashboardData.maxColdStartRows)

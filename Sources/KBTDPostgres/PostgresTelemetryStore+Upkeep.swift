@@ -125,6 +125,19 @@ extension PostgresTelemetryStore {
                                            logger: database.logger)
                 let c = SQLBinds()
                 try await connection.query(c.query("DELETE FROM commit_log WHERE created_at < \(c(now - 3600))"), logger: database.logger)
+                // The days of votes the index no longer keeps (`HeightIndex.oldestDayKept`), counted back
+                // from the latest day of the keys the index loads, as the SQLite store does.
+                var latest: Int?
+                for try await day in try await connection.query("""
+                    SELECT MAX(day)::bigint FROM day_votes WHERE \(unescaped: Self.admittedFilter.sql ?? "TRUE")
+                    """, logger: database.logger).decode(Int?.self) {
+                    latest = day
+                }
+                if let latest {
+                    let d = SQLBinds()
+                    try await connection.query(d.query("DELETE FROM day_votes WHERE day < \(d(HeightIndex.oldestDayKept(latest: latest)))"),
+                                               logger: database.logger)
+                }
                 return removed
             }
         }

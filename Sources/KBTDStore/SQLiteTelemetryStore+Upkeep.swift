@@ -75,7 +75,20 @@ extension SQLiteTelemetryStore {
         let removed = db.changes
         // Hourly ingest counts share the batch ids' retention (whole hours before the cutoff).
         try statement("DELETE FROM hourly_ingest WHERE hour + 3600 <= ?").run([.int(cutoff)])
+        try pruneDayVotes()
         return removed
+    }
+
+    /// Deletes the days of votes the index no longer keeps (`HeightIndex.oldestDayKept`), counted
+    /// back from the latest day of the keys the index loads (`loadIndexCounts`).
+    func pruneDayVotes() throws {
+        var latest: Int64?
+        try statement("""
+            SELECT MAX(day) FROM day_votes WHERE (\(Self.keyColumns)) IN
+                (SELECT \(Self.keyColumns) FROM keys WHERE admitted_at IS NOT NULL) HAVING COUNT(*) > 0
+            """).forEachRow { row in latest = row.int(0) }
+        guard let latest else { return }
+        try statement("DELETE FROM day_votes WHERE day < ?").run([.int(Int64(HeightIndex.oldestDayKept(latest: Int(latest))))])
     }
 
     public func batchIDCount() throws -> Int {

@@ -102,12 +102,13 @@ final class LiveHeights: Sendable {
 
     var minSamples: Int64 { model.withLock { $0.estimator.settings.minSamples } }
 
-    /// `os` is cached by its major version (what the estimator uses); the body
+    /// `os` is cached by its release (major.minor: what the estimator uses); the body
     /// echoes the asked string, spliced into the cached bytes.
     func heights(model modelName: String, os: String?, screen: ScreenSize? = nil) -> CachedAnswer {
         let major = os.flatMap(FieldRules.osMajor)
-        let shared = answer("n|\(modelName)|\(major ?? -1)|\(screen?.description ?? "")") { model in
-            let all = model.estimator.allEstimates(model: modelName, osMajor: major, screen: screen, in: model.index)
+        let minor = os.flatMap(FieldRules.osMinor)
+        let shared = answer("n|\(modelName)|\(major ?? -1).\(minor ?? -1)|\(screen?.description ?? "")") { model in
+            let all = model.estimator.allEstimates(model: modelName, osMajor: major, osMinor: minor, screen: screen, in: model.index)
             return ({ Array(all.serialized().utf8) }, nil, Self.bases(all))
         }
         guard let os else { return shared }

@@ -169,17 +169,24 @@ extension HeightEstimator {
     func aged(_ whole: LevelStats, _ key: SeriesKey, in index: some HeightLevels) -> LevelStats {
         guard settings.voteHorizonDays > 0, let latest = index.latestVoteDay,
               let recent = index.recentVotes(of: key, sinceDay: latest - settings.voteHorizonDays + 1),
-              recent.total >= settings.minSamples, let mode = recent.mode, mode != whole.votes.mode else { return whole }
-        // As with all-time votes, a tie keeps the served height: the recent mode must have strictly
-        // more recent votes than the all-time mode's bin.
-        var (modeVotes, servedVotes): (Int64, Int64) = (0, 0)
-        recent.forEachEntry { bin, count in
-            if bin == mode { modeVotes = count }
-            if bin == whole.votes.mode { servedVotes = count }
-        }
-        guard modeVotes > servedVotes else { return whole }
+              recentVotesAnswer(recent, over: whole.votes) else { return whole }
         var stats = whole
         stats.votes = recent
         return stats
+    }
+
+    /// Whether a key's recent votes answer instead of its all-time votes (the one rule `aged`
+    /// and the dashboard's change history, `heightChanges`, apply): they reach `min_samples`,
+    /// their mode differs from the all-time mode and, as with all-time votes, a tie keeps the
+    /// served height: the recent mode must have strictly more recent votes than the all-time
+    /// mode's bin.
+    func recentVotesAnswer(_ recent: CountHistogram, over allTime: CountHistogram) -> Bool {
+        guard recent.total >= settings.minSamples, let mode = recent.mode, mode != allTime.mode else { return false }
+        var (modeVotes, servedVotes): (Int64, Int64) = (0, 0)
+        recent.forEachEntry { bin, count in
+            if bin == mode { modeVotes = count }
+            if bin == allTime.mode { servedVotes = count }
+        }
+        return modeVotes > servedVotes
     }
 }

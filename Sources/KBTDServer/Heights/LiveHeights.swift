@@ -100,6 +100,11 @@ final class LiveHeights: Sendable {
         model.withLock { $0.estimator.estimate(query, in: $0.index) }
     }
 
+    /// A model's keys with when their height last changed (the dashboard's change table).
+    func changes(model name: String) -> [HeightChange] {
+        model.withLock { $0.estimator.heightChanges(model: name, in: $0.index) }
+    }
+
     var minSamples: Int64 { model.withLock { $0.estimator.settings.minSamples } }
 
     /// `os` is cached by its release (major.minor: what the estimator uses); the body

@@ -26,7 +26,10 @@ extension HeightEstimator {
     /// down the chain: that keeps the cost linear in the model's own keys.
     /// With `screen`, a model nobody has measured yet gets the languages that
     /// models of that screen measured, answered by the `screen+language` level.
-    public func allEstimates(model: String, osMajor: Int?, screen: ScreenSize? = nil, in index: some HeightLevels) -> JSONOutput {
+    /// With `osMinor`, each key is answered for that release, as `GET /v1/height` answers it
+    /// (a release that moved a keyboard is its own truth, docs/fallback-chain.md "Point releases").
+    public func allEstimates(model: String, osMajor: Int?, osMinor: Int? = nil, screen: ScreenSize? = nil,
+                             in index: some HeightLevels) -> JSONOutput {
         let own = index.languages(ofModel: model)
         var estimates: [JSONOutput] = []
         var truncated = false
@@ -43,7 +46,7 @@ extension HeightEstimator {
         if !own.isEmpty {
             for key in own.sorted() {
                 guard let estimate = ownEstimate(
-                    HeightQuery(model: model, language: key.language, osMajor: osMajor,
+                    HeightQuery(model: model, language: key.language, osMajor: osMajor, osMinor: osMinor,
                                 orientation: key.orientation, keyboardType: key.keyboardType), in: index) else { continue }
                 if !list(key, estimate) { break }
             }
@@ -57,7 +60,7 @@ extension HeightEstimator {
             }
             for key in keys.sorted() {
                 let estimate = self.estimate(
-                    HeightQuery(model: model, language: key.language, osMajor: osMajor,
+                    HeightQuery(model: model, language: key.language, osMajor: osMajor, osMinor: osMinor,
                                 orientation: key.orientation, keyboardType: key.keyboardType, screen: screen), in: index)
                 guard estimate.basis != .default else { continue }
                 if !list(key, estimate) { break }

@@ -1,24 +1,24 @@
-/// A `PackedSeriesKey` on one OS release: 16 bytes (the OS major's number and the minor share a word:
-/// both are under 65,536, as `FieldRules` allows at most 4 digits per part).
-struct PackedReleaseKey: Hashable, Sendable {
-    var model: UInt32
-    var language: UInt32
-    var kind: UInt32
-    var release: UInt32
+/// One key's docked samples and votes on one OS release, linked into the index's pool
+/// (`HeightIndex.releasePool`): 40 bytes, with no per-key dictionary entry or array.
+struct ReleaseEntry: Sendable {
+    var stats: ReleaseStats
+    /// The release's minor (`FieldRules` allows at most 4 digits per part).
+    var minor: UInt16
+    /// The key's next release entry, or `HeightIndex.noEntry`.
+    var next: UInt32
+}
 
-    init?(_ series: PackedSeriesKey, minor: Int) {
-        guard series.os < 65_536, (0..<65_536).contains(minor) else { return nil }
-        model = series.model
-        language = series.language
-        kind = series.kind
-        release = series.os << 16 | UInt32(minor)
-    }
+/// Where an exact key's pooled lists start (`HeightIndex.slotLists`, by the key's slot):
+/// its release entries and its per-day votes, each `HeightIndex.noEntry` when it has none.
+struct SlotLists: Sendable {
+    var releases = HeightIndex.noEntry
+    var dayVotes = HeightIndex.noEntry
 }
 
 /// What the index keeps of one key on one OS release: its docked samples (true
 /// total) and its votes. Lighter than `LevelStats` (no safe areas, sources or
-/// animations: those stay per OS major), so the release dimension adds about a
-/// hundred bytes per (key, release) (`Benchmarks/keys`).
+/// animations: those stay per OS major), so the release dimension adds about
+/// 45 bytes per (key, release) (`Benchmarks/keys`).
 public struct ReleaseStats: Sendable, Equatable {
     public var samples: Int64 = 0
     public var votes = CountHistogram()
@@ -27,62 +27,105 @@ public struct ReleaseStats: Sendable, Equatable {
 }
 
 extension HeightIndex {
-    /// Adds a delta's per-release counts (`AggregateDelta.releases`), in key order.
+    /// The end of a pooled list (and a slot without one).
+    static let noEntry = UInt32.max
+
+    /// The lists of the exact key in `slot` (slots appended since the array last grew have none).
+    func lists(of slot: UInt32) -> SlotLists {
+        Int(slot) < slotLists.count ? slotLists[Int(slot)] : SlotLists()
+    }
+
+    /// Sets the lists of the exact key in `slot`, growing the array to it.
+    mutating func setLists(_ lists: SlotLists, of slot: UInt32) {
+        if Int(slot) >= slotLists.count {
+            slotLists.append(contentsOf: repeatElement(SlotLists(), count: Int(slot) + 1 - slotLists.count))
+        }
+        slotLists[Int(slot)] = lists
+    }
+
+    /// Adds a delta's per-release counts (`AggregateDelta.releases`), in key order. A release
+    /// is kept with its exact key (whose counts the same delta carries, `apply`).
     mutating func applyReleases(_ releases: [ReleaseBin: ReleaseCount]) {
         guard !releases.isEmpty else { return }
-        var touched: [PackedReleaseKey: (minor: Int, major: Int, stats: ReleaseStats)] = [:]
+        struct Touched: Hashable { var series: PackedSeriesKey; var minor: Int }
+        var touched: [Touched: (major: Int, stats: ReleaseStats)] = [:]
         for (bin, count) in releases.sorted(by: { $0.key < $1.key }) {
             let series = bin.series
             let kind = PackedLevelKey.kind(orientation: series.orientation, keyboardType: strings.intern(series.keyboardType))
             let packed = PackedSeriesKey(model: strings.intern(series.model), language: strings.intern(series.language),
                                          kind: kind, os: strings.intern(os: series.osMajor))
-            guard let key = PackedReleaseKey(packed, minor: bin.minor) else { continue }
-            var entry = touched[key] ?? (bin.minor, series.osMajor, ReleaseStats())
+            // The OS major's id and the minor must each fit 16 bits (as `FieldRules` guarantees).
+            guard packed.os < 65_536, (0..<65_536).contains(bin.minor) else { continue }
+            let key = Touched(series: packed, minor: bin.minor)
+            var entry = touched[key] ?? (series.osMajor, ReleaseStats())
             entry.stats.samples += count.samples
             if count.votes > 0 { entry.stats.votes.add(bin.halfPoints, count.votes) }
             touched[key] = entry
         }
         for (key, entry) in touched {
-            let slot: UInt32
-            if let existing = releaseStats[key] {
-                slot = existing
-            } else if let free = freeReleaseSlots.popLast() {
-                slot = free
-                releaseSlots[Int(slot)] = ReleaseStats()
-                releaseStats[key] = slot
-            } else {
-                slot = UInt32(releaseSlots.count)
-                releaseSlots.append(ReleaseStats())
-                releaseStats[key] = slot
+            releaseMinors[entry.major, default: []].insert(key.minor)
+            guard let slot = seriesSlots[key.series] else { continue }
+            var lists = lists(of: slot)
+            var position = lists.releases
+            while position != Self.noEntry, releasePool[Int(position)].minor != UInt16(key.minor) {
+                position = releasePool[Int(position)].next
             }
-            releaseSlots[Int(slot)].samples += entry.stats.samples
-            releaseSlots[Int(slot)].votes.merge(entry.stats.votes, limit: LevelStats.binLimit, keepingTies: true)
-            releaseMinors[entry.major, default: []].insert(entry.minor)
+            if position == Self.noEntry {
+                let new = ReleaseEntry(stats: ReleaseStats(), minor: UInt16(key.minor), next: lists.releases)
+                if freeRelease != Self.noEntry {
+                    position = freeRelease
+                    freeRelease = releasePool[Int(position)].next
+                    releasePool[Int(position)] = new
+                } else {
+                    position = UInt32(releasePool.count)
+                    releasePool.append(new)
+                }
+                lists.releases = position
+                setLists(lists, of: slot)
+            }
+            releasePool[Int(position)].stats.samples += entry.stats.samples
+            releasePool[Int(position)].stats.votes.merge(entry.stats.votes, limit: LevelStats.binLimit, keepingTies: true)
         }
     }
 
-    /// Drops a removed exact key's releases.
-    mutating func removeReleases(of key: PackedSeriesKey, osMajor: Int) {
-        for minor in releaseMinors[osMajor] ?? [] {
-            guard let release = PackedReleaseKey(key, minor: minor), let slot = releaseStats.removeValue(forKey: release) else { continue }
-            releaseSlots[Int(slot)] = ReleaseStats()
-            freeReleaseSlots.append(slot)
+    /// Drops a removed exact key's releases (their entries go to the pool's free list).
+    mutating func removeReleases(ofSlot slot: UInt32) {
+        var lists = lists(of: slot)
+        var position = lists.releases
+        guard position != Self.noEntry else { return }
+        while position != Self.noEntry {
+            let next = releasePool[Int(position)].next
+            releasePool[Int(position)] = ReleaseEntry(stats: ReleaseStats(), minor: 0, next: freeRelease)
+            freeRelease = position
+            position = next
         }
+        lists.releases = Self.noEntry
+        setLists(lists, of: slot)
     }
 
     /// (key, release) entries held (the release dimension's size).
-    public var releaseCount: Int { releaseStats.count }
+    public var releaseCount: Int {
+        seriesSlots.values.reduce(0) { total, slot in
+            var count = 0
+            var position = lists(of: slot).releases
+            while position != Self.noEntry {
+                count += 1
+                position = releasePool[Int(position)].next
+            }
+            return total + count
+        }
+    }
 
     /// The key's stats per OS release of its major, ascending by minor.
     public func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)] {
-        guard let minors = releaseMinors[key.osMajor], let model = strings.id(key.model),
-              let language = strings.id(key.language), let type = strings.id(key.keyboardType),
-              let os = strings.id(os: key.osMajor) else { return [] }
-        let packed = PackedSeriesKey(model: model, language: language,
-                                     kind: PackedLevelKey.kind(orientation: key.orientation, keyboardType: type), os: os)
-        return minors.sorted().compactMap { minor in
-            guard let release = PackedReleaseKey(packed, minor: minor), let slot = releaseStats[release] else { return nil }
-            return (minor, releaseSlots[Int(slot)])
+        guard let slot = slot(key) else { return [] }
+        var found: [(minor: Int, stats: ReleaseStats)] = []
+        var position = lists(of: slot).releases
+        while position != Self.noEntry {
+            let entry = releasePool[Int(position)]
+            found.append((Int(entry.minor), entry.stats))
+            position = entry.next
         }
+        return found.sorted { $0.minor < $1.minor }
     }
 }

@@ -11,10 +11,10 @@ extension HeightIndex {
             guard let model = strings.id(key.model), let language = strings.id(key.language),
                   let type = strings.id(key.keyboardType), let os = strings.id(os: key.osMajor) else { continue }
             let kind = PackedLevelKey.kind(orientation: key.orientation, keyboardType: type)
-            guard seriesSlots.removeValue(forKey: PackedSeriesKey(model: model, language: language, kind: kind, os: os)) != nil
+            guard let slot = seriesSlots.removeValue(forKey: PackedSeriesKey(model: model, language: language, kind: kind, os: os))
             else { continue }
-            removeReleases(of: PackedSeriesKey(model: model, language: language, kind: kind, os: os), osMajor: key.osMajor)
-            removeDayVotes(of: PackedSeriesKey(model: model, language: language, kind: kind, os: os))
+            removeReleases(ofSlot: slot)
+            removeDayVotes(ofSlot: slot)
             modelLanguageLevels.insert(PackedLevelKey(model: model, language: language, kind: kind))
             modelLevels.insert(PackedLevelKey(model: model, language: PackedLevelKey.anyLanguage, kind: kind))
         }
@@ -79,7 +79,17 @@ extension HeightIndex {
             kept.append(slots[Int(old)])
         }
         slots = kept
-        for (key, slot) in seriesSlots { seriesSlots[key] = live[slot]! }
+        var keptLists: [SlotLists] = []
+        keptLists.reserveCapacity(seriesSlots.count)
+        for (key, slot) in seriesSlots {
+            let new = live[slot]!
+            if lists(of: slot).releases != Self.noEntry || lists(of: slot).dayVotes != Self.noEntry {
+                if Int(new) >= keptLists.count { keptLists.append(contentsOf: repeatElement(SlotLists(), count: Int(new) + 1 - keptLists.count)) }
+                keptLists[Int(new)] = lists(of: slot)
+            }
+            seriesSlots[key] = new
+        }
+        slotLists = keptLists
         for (key, entry) in modelLanguageSlots { modelLanguageSlots[key] = LevelSlot(slot: live[entry.slot]!, shared: entry.shared) }
         for (key, entry) in modelSlots { modelSlots[key] = LevelSlot(slot: live[entry.slot]!, shared: entry.shared) }
     }

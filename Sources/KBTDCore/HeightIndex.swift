@@ -29,17 +29,19 @@ public struct HeightIndex: Sendable {
     public private(set) var screens = ScreenDirectory()
     /// Every OS major with docked heights (a handful), for the estimator's OS-shift check.
     public internal(set) var osMajors: Set<Int> = []
-    /// Per exact key and OS release: docked samples and votes (`HeightIndex+Releases`), by
-    /// position in `releaseSlots` (a dictionary of 4-byte positions and one array of stats
-    /// takes about 60% of the memory of a dictionary of the stats themselves).
-    var releaseStats: [PackedReleaseKey: UInt32] = [:]
-    var releaseSlots: [ReleaseStats] = []
-    /// Positions in `releaseSlots` freed by removed keys, reused first.
-    var freeReleaseSlots: [UInt32] = []
+    /// Per exact key, by its slot: where its release entries and per-day votes start in their pools
+    /// (`slotLists`, `releasePool`, `dayVotePool`: one array each, entries linked by position, freed
+    /// entries reused first), so the release dimension and the ageing votes cost no dictionary entry
+    /// or array per key (`Benchmarks/keys`).
+    var slotLists: [SlotLists] = []
+    /// Per exact key and OS release: docked samples and votes (`HeightIndex+Releases`).
+    var releasePool: [ReleaseEntry] = []
+    var freeRelease = HeightIndex.noEntry
     /// OS major → the minors with release data (a handful).
     public internal(set) var releaseMinors: [Int: Set<Int>] = [:]
     /// Per exact key: its votes per UTC day for the last `dayVoteDaysKept` days of data (`VoteAge.swift`).
-    var dayVotes: [PackedSeriesKey: [DayVotes]] = [:]
+    var dayVotePool: [DayVotes] = []
+    var freeDayVote = HeightIndex.noEntry
     /// The latest UTC day with votes: the end of every key's vote horizon (time is the data's, not a clock's).
     public internal(set) var latestVoteDay: Int?
 

@@ -36,14 +36,7 @@ extension HeightLevels {
 
 extension HeightIndex: HeightLevels {
     public func recentVotes(of key: SeriesKey, sinceDay: Int) -> CountHistogram? {
-        guard let model = strings.id(key.model), let language = strings.id(key.language),
-              let type = strings.id(key.keyboardType), let os = strings.id(os: key.osMajor),
-              let entries = dayVotes[PackedSeriesKey(model: model, language: language,
-                                                     kind: PackedLevelKey.kind(orientation: key.orientation, keyboardType: type), os: os)]
-        else { return nil }
-        var votes = CountHistogram()
-        for entry in entries where Int(entry.day) >= sinceDay { votes.add(Int(entry.halfPoints), Int64(entry.votes)) }
-        return votes.total > 0 ? votes : nil
+        slot(key).flatMap { dayVotes(ofSlot: $0, sinceDay: sinceDay) }
     }
 
     public func series(_ key: SeriesKey) -> LevelStats? {

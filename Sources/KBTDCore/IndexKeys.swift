@@ -70,6 +70,8 @@ struct IndexStrings: Sendable {
 
     subscript(id: UInt32) -> String { strings[Int(id)] }
     subscript(os id: UInt32) -> Int { osMajors[Int(id)] }
+    /// OS majors interned (ids are 0..<osCount).
+    var osCount: Int { osMajors.count }
 }
 
 /// A `model+language` key (or, with `anyLanguage`, a `model` key) as numbers.

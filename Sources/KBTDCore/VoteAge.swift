@@ -41,12 +41,16 @@ extension Int64 {
     }
 }
 
-/// One day's votes on one bin of one key: 8 bytes (a UTC day number fits 16 bits until 2149;
-/// a height in half points, 16 bits; one day's votes on one bin saturate at 2^32 - 1).
+/// One day's votes on one bin of one key, linked into the index's pool (`HeightIndex.dayVotePool`):
+/// 12 bytes (a UTC day number fits 16 bits until 2149; a height in half points, 16 bits; one day's
+/// votes on one bin saturate at 2^32 - 1; the key's next entry), with no per-key dictionary entry
+/// or array: a key's first day costs 12 bytes, not about 130.
 struct DayVotes: Sendable, Equatable {
     var day: UInt16
     var halfPoints: Int16
     var votes: UInt32
+    /// The key's next entry, or `HeightIndex.noEntry`.
+    var next: UInt32
 }
 
 extension HeightIndex {
@@ -55,50 +59,104 @@ extension HeightIndex {
     /// target at 100k keys even when every key gets votes every day (`Benchmarks/keys`).
     public static let dayVoteDaysKept = 31
 
+    /// The oldest UTC day of votes kept when `latest` is the latest day with data: the index drops
+    /// older days as it applies deltas, and the stores delete them from `day_votes` in their hourly
+    /// upkeep (`pruneBatchIDs`), counting back from the latest day of the keys the index loads,
+    /// so a restart loads what the index held and answers as it did.
+    public static func oldestDayKept(latest: Int) -> Int {
+        latest - dayVoteDaysKept + 1
+    }
+
     /// Adds a delta's per-day votes, and drops days older than `dayVoteDaysKept` before the latest.
+    /// Days are kept with their exact key (whose votes the same delta carries, `apply`).
     mutating func applyDayVotes(_ bins: [DayVoteBin: Int64]) {
         guard !bins.isEmpty else { return }
         let previousLatest = latestVoteDay
-        var touched: Set<PackedSeriesKey> = []
+        var touched: Set<UInt32> = []
         for (bin, count) in bins.sorted(by: { $0.key < $1.key }) where count > 0 {
             guard let day = UInt16(exactly: bin.day), let half = Int16(exactly: bin.halfPoints) else { continue }
+            latestVoteDay = max(latestVoteDay ?? bin.day, bin.day)
             let series = bin.series
             let kind = PackedLevelKey.kind(orientation: series.orientation, keyboardType: strings.intern(series.keyboardType))
             let packed = PackedSeriesKey(model: strings.intern(series.model), language: strings.intern(series.language),
                                          kind: kind, os: strings.intern(os: series.osMajor))
-            var entries = dayVotes.removeValue(forKey: packed) ?? []
-            if let i = entries.firstIndex(where: { $0.day == day && $0.halfPoints == half }) {
-                entries[i].votes = UInt32(clamping: Int64(entries[i].votes) + count)
-            } else {
-                entries.append(DayVotes(day: day, halfPoints: half, votes: UInt32(clamping: count)))
+            guard let slot = seriesSlots[packed] else { continue }
+            var lists = lists(of: slot)
+            var position = lists.dayVotes
+            while position != Self.noEntry, dayVotePool[Int(position)].day != day || dayVotePool[Int(position)].halfPoints != half {
+                position = dayVotePool[Int(position)].next
             }
-            dayVotes[packed] = entries
-            touched.insert(packed)
-            latestVoteDay = max(latestVoteDay ?? bin.day, bin.day)
+            if position != Self.noEntry {
+                dayVotePool[Int(position)].votes = UInt32(clamping: Int64(dayVotePool[Int(position)].votes) + count)
+            } else {
+                lists.dayVotes = newDayVotes(DayVotes(day: day, halfPoints: half, votes: UInt32(clamping: count), next: lists.dayVotes))
+                setLists(lists, of: slot)
+            }
+            touched.insert(slot)
         }
         guard let latest = latestVoteDay else { return }
-        let oldest = latest - Self.dayVoteDaysKept + 1
+        let oldest = Self.oldestDayKept(latest: latest)
         if previousLatest != latest {
             // A new day: one sweep over every key (at most once a day of data).
-            for key in Array(dayVotes.keys) { prune(key, oldest: oldest) }
+            for slot in seriesSlots.values { prune(slot, oldest: oldest) }
         } else {
-            for key in touched { prune(key, oldest: oldest) }
+            for slot in touched { prune(slot, oldest: oldest) }
         }
     }
 
-    private mutating func prune(_ key: PackedSeriesKey, oldest: Int) {
-        guard let entries = dayVotes[key], entries.contains(where: { Int($0.day) < oldest }) else { return }
-        let kept = entries.filter { Int($0.day) >= oldest }
-        dayVotes[key] = kept.isEmpty ? nil : kept
+    private mutating func newDayVotes(_ entry: DayVotes) -> UInt32 {
+        guard freeDayVote != Self.noEntry else {
+            dayVotePool.append(entry)
+            return UInt32(dayVotePool.count - 1)
+        }
+        let position = freeDayVote
+        freeDayVote = dayVotePool[Int(position)].next
+        dayVotePool[Int(position)] = entry
+        return position
+    }
+
+    /// Unlinks the key's entries older than `oldest` (or all of them) into the pool's free list.
+    private mutating func prune(_ slot: UInt32, oldest: Int) {
+        var lists = lists(of: slot)
+        var previous = Self.noEntry
+        var position = lists.dayVotes
+        var changed = false
+        while position != Self.noEntry {
+            let next = dayVotePool[Int(position)].next
+            if Int(dayVotePool[Int(position)].day) < oldest {
+                if previous == Self.noEntry { lists.dayVotes = next } else { dayVotePool[Int(previous)].next = next }
+                dayVotePool[Int(position)] = DayVotes(day: 0, halfPoints: 0, votes: 0, next: freeDayVote)
+                freeDayVote = position
+                changed = true
+            } else {
+                previous = position
+            }
+            position = next
+        }
+        if changed { setLists(lists, of: slot) }
     }
 
     /// Drops a removed exact key's per-day votes.
-    mutating func removeDayVotes(of key: PackedSeriesKey) {
-        dayVotes.removeValue(forKey: key)
+    mutating func removeDayVotes(ofSlot slot: UInt32) {
+        prune(slot, oldest: Int.max)
     }
 
     /// (key) entries holding per-day votes.
-    public var dayVoteKeyCount: Int { dayVotes.count }
+    public var dayVoteKeyCount: Int {
+        seriesSlots.values.reduce(0) { $0 + (lists(of: $1).dayVotes == Self.noEntry ? 0 : 1) }
+    }
+
+    /// The key's votes from UTC day `sinceDay` on (nil when it has none).
+    func dayVotes(ofSlot slot: UInt32, sinceDay: Int) -> CountHistogram? {
+        var votes = CountHistogram()
+        var position = lists(of: slot).dayVotes
+        while position != Self.noEntry {
+            let entry = dayVotePool[Int(position)]
+            if Int(entry.day) >= sinceDay { votes.add(Int(entry.halfPoints), Int64(entry.votes)) }
+            position = entry.next
+        }
+        return votes.total > 0 ? votes : nil
+    }
 }
 
 extension HeightEstimator {
@@ -111,17 +169,24 @@ extension HeightEstimator {
     func aged(_ whole: LevelStats, _ key: SeriesKey, in index: some HeightLevels) -> LevelStats {
         guard settings.voteHorizonDays > 0, let latest = index.latestVoteDay,
               let recent = index.recentVotes(of: key, sinceDay: latest - settings.voteHorizonDays + 1),
-              recent.total >= settings.minSamples, let mode = recent.mode, mode != whole.votes.mode else { return whole }
-        // As with all-time votes, a tie keeps the served height: the recent mode must have strictly
-        // more recent votes than the all-time mode's bin.
-        var (modeVotes, servedVotes): (Int64, Int64) = (0, 0)
-        recent.forEachEntry { bin, count in
-            if bin == mode { modeVotes = count }
-            if bin == whole.votes.mode { servedVotes = count }
-        }
-        guard modeVotes > servedVotes else { return whole }
+              recentVotesAnswer(recent, over: whole.votes) else { return whole }
         var stats = whole
         stats.votes = recent
         return stats
+    }
+
+    /// Whether a key's recent votes answer instead of its all-time votes (the one rule `aged`
+    /// and the dashboard's change history, `heightChanges`, apply): they reach `min_samples`,
+    /// their mode differs from the all-time mode and, as with all-time votes, a tie keeps the
+    /// served height: the recent mode must have strictly more recent votes than the all-time
+    /// mode's bin.
+    func recentVotesAnswer(_ recent: CountHistogram, over allTime: CountHistogram) -> Bool {
+        guard recent.total >= settings.minSamples, let mode = recent.mode, mode != allTime.mode else { return false }
+        var (modeVotes, servedVotes): (Int64, Int64) = (0, 0)
+        recent.forEachEntry { bin, count in
+            if bin == mode { modeVotes = count }
+            if bin == allTime.mode { servedVotes = count }
+        }
+        return modeVotes > servedVotes
     }
 }

@@ -105,7 +105,10 @@ extension PostgresTelemetryStore {
     public func pruneBatchIDs(receivedBefore cutoff: Int64) async throws -> Int {
         let database = self.database
         let now = Int(Date().timeIntervalSince1970)
-        return try await database.withConnection { connection in
+        // `day_votes` is pruned once a UTC day (two scans of the table).
+        let today = Int64(now).dividedRoundingDown(by: 86_400)
+        let pruneDays = today != dayVotesPrunedOn
+        let removed = try await database.withConnection { connection in
             var removed = 0
             let b = SQLBinds()
             for try await count in try await connection.query(b.query("""
@@ -118,8 +121,24 @@ extension PostgresTelemetryStore {
                                        logger: database.logger)
             let c = SQLBinds()
             try await connection.query(c.query("DELETE FROM commit_log WHERE created_at < \(c(now - 3600))"), logger: database.logger)
+            // The days of votes the index no longer keeps (`HeightIndex.oldestDayKept`), counted back
+            // from the latest day of the keys the index loads, as the SQLite store does.
+            guard pruneDays else { return removed }
+            var latest: Int?
+            for try await day in try await connection.query("""
+                SELECT MAX(day)::bigint FROM day_votes WHERE \(unescaped: Self.admittedFilter.sql ?? "TRUE")
+                """, logger: database.logger).decode(Int?.self) {
+                latest = day
+            }
+            if let latest {
+                let d = SQLBinds()
+                try await connection.query(d.query("DELETE FROM day_votes WHERE day < \(d(HeightIndex.oldestDayKept(latest: latest)))"),
+                                           logger: database.logger)
+            }
             return removed
         }
+        dayVotesPrunedOn = today
+        return removed
     }
 
     public func batchIDCount() async throws -> Int {

@@ -46,6 +46,8 @@ public final class PostgresTelemetryStore: TelemetryStore {
     /// Admitted keys whose `last_seen` this node moved to `touchedDay` (one write a key a day).
     var touched: Set<UInt64> = []
     var touchedDay: Int64 = -1
+    /// The last UTC day (clock) whose upkeep pruned `day_votes` (two scans of the table: once a day).
+    var dayVotesPrunedOn: Int64 = -1
 
     /// Opens the store on `database` (migrating it when `migrate`), loading
     /// which keys are admitted.

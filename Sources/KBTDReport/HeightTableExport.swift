@@ -18,6 +18,14 @@ import KBTDCore
 /// `default` what it answers for a language kbtd has not seen on the model
 /// (left out when that would be the constant); `screens` the
 /// `screen+language` answers, for models that are not in the table.
+///
+/// `os` (left out when empty) holds what `GET /v1/heights?model=M&os=...` answers where it
+/// differs: under `"26"` the answers for OS 26 that differ from `heights`, and under
+/// `"26.2"` the answers from release 26.2 on that differ from the answer just below it
+/// (a point release that moved a keyboard, docs/fallback-chain.md "Point releases"). A
+/// client on 26.3 takes the entry of the greatest listed release of its major at or below
+/// its own, else its major's, else `heights`: `{"26": {"ja-JP|portrait|default": 380.0},
+/// "26.2": {"ja-JP|portrait|default": 384.0}}`. Clients that predate `os` ignore it.
 public enum HeightTableExport {
     public static let format = "kbtd-height-table"
     public static let version = 1
@@ -44,6 +52,8 @@ public enum HeightTableExport {
             if let screen = index.primaryScreen(of: model) { members.append(("screen", .string(screen.description))) }
             members.append(("heights", .object(heights)))
             if !defaults.isEmpty { members.append(("default", .object(defaults))) }
+            let releases = releaseHeights(model, heights: heights, index, estimator: estimator)
+            if !releases.isEmpty { members.append(("os", .object(releases))) }
             models.append((model, .object(members)))
         }
         var screens: [(String, JSONOutput)] = []
@@ -75,6 +85,46 @@ public enum HeightTableExport {
             ("models", .object(models)),
             ("screens", .object(screens)),
         ])
+    }
+
+    /// The model's `os` member: per OS major, the answers that differ from `heights` (the
+    /// answers without an OS); per release of that major, from the first with release data
+    /// (and from minor 0), the answers that differ from those just below it. Between two
+    /// releases with data the estimator's answer cannot change (a release only moves answers
+    /// from itself on), so "the greatest listed release at or below mine" is the answer.
+    static func releaseHeights(_ model: String, heights: [(String, JSONOutput)], _ index: HeightIndex,
+                               estimator: HeightEstimator) -> [(String, JSONOutput)] {
+        var withoutOS: [String: JSONOutput] = [:]
+        for (key, height) in heights { withoutOS[key] = height }
+        let keys = index.languages(ofModel: model).sorted()
+        var members: [(String, JSONOutput)] = []
+        for major in index.osMajors.sorted() {
+            var majorHeights: [(String, JSONOutput)] = []
+            var releaseHeights: [Int: [(String, JSONOutput)]] = [:]
+            let minors = Set([0]).union(index.releaseMinors[major] ?? []).sorted()
+            for key in keys {
+                func answer(_ minor: Int?) -> JSONOutput? {
+                    let estimate = estimator.estimate(
+                        HeightQuery(model: model, language: key.language, osMajor: major, osMinor: minor,
+                                    orientation: key.orientation, keyboardType: key.keyboardType), in: index)
+                    return estimate.basis == .default ? nil : .double(estimate.height)
+                }
+                let name = tableKey(key.language, key.orientation, key.keyboardType)
+                guard let majorAnswer = answer(nil) else { continue }
+                if majorAnswer != withoutOS[name] { majorHeights.append((name, majorAnswer)) }
+                var below = majorAnswer
+                for minor in minors {
+                    guard let here = answer(minor), here != below else { continue }
+                    releaseHeights[minor, default: []].append((name, here))
+                    below = here
+                }
+            }
+            if !majorHeights.isEmpty { members.append(("\(major)", .object(majorHeights))) }
+            for minor in releaseHeights.keys.sorted() {
+                members.append(("\(major).\(minor)", .object(releaseHeights[minor]!)))
+            }
+        }
+        return members
     }
 
     /// `language|orientation|keyboard_type`, the client's cache key too.

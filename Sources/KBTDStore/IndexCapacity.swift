@@ -30,16 +30,34 @@ public struct KeySupport: Sendable, Comparable, CustomStringConvertible {
 /// with trusted data are never displaced by keys without), and the displaced
 /// key stays stored and may come back once it is the stronger.
 ///
-/// About 100 bytes a key plus its strings; finding the weakest keys is one
-/// pass over them, done only when a candidate beats the weakest support seen
-/// (`floor`), so a commit whose candidates cannot get in costs nothing.
+/// 40 bytes a key in its dictionary (strings held once each, by number: a
+/// dictionary of whole `SeriesKey`s and supports took 88 bytes a key, 25 MiB
+/// at 100,000 keys once its load factor is counted, `Benchmarks/keys`);
+/// finding the weakest keys is one pass over them, done only when a candidate
+/// beats the weakest support seen (`floor`), so a commit whose candidates
+/// cannot get in costs nothing.
 public struct IndexedKeys: Sendable {
     public struct Entry: Sendable {
         public var key: SeriesKey
         public var support: KeySupport
     }
 
-    private var entries: [UInt64: Entry] = [:]
+    /// One indexed key and its support, its strings by number in `names`.
+    private struct Compact: Sendable {
+        var model: UInt32
+        var language: UInt32
+        var keyboardType: UInt32
+        var osMajor: Int32
+        var lastSeenDay: Int64
+        var sources: UInt8
+        var trusted: Bool
+        var portrait: Bool
+    }
+
+    private var entries: [UInt64: Compact] = [:]
+    /// Model, language and keyboard-type strings, each held once.
+    private var names: [String] = []
+    private var nameIDs: [String: UInt32] = [:]
     /// At most the weakest support in the index (exact after each scan; supports only grow in between).
     private var floor: KeySupport?
 
@@ -50,7 +68,7 @@ public struct IndexedKeys: Sendable {
     public func contains(_ fingerprint: UInt64) -> Bool { entries[fingerprint] != nil }
 
     public mutating func insert(_ key: SeriesKey, support: KeySupport) {
-        entries[key.fingerprint] = Entry(key: key, support: support)
+        entries[key.fingerprint] = compact(key, support)
         if let low = floor, support < low { floor = support }
     }
 
@@ -60,14 +78,38 @@ public struct IndexedKeys: Sendable {
         return true
     }
 
+    private mutating func name(_ string: String) -> UInt32 {
+        if let id = nameIDs[string] { return id }
+        names.append(string)
+        nameIDs[string] = UInt32(names.count - 1)
+        return UInt32(names.count - 1)
+    }
+
+    private mutating func compact(_ key: SeriesKey, _ support: KeySupport) -> Compact {
+        // `FieldRules` keeps an OS major to 4 digits and `key_sources` a key's sources to 8.
+        Compact(model: name(key.model), language: name(key.language), keyboardType: name(key.keyboardType),
+                osMajor: Int32(clamping: key.osMajor), lastSeenDay: support.lastSeenDay,
+                sources: UInt8(clamping: support.sources), trusted: support.trusted, portrait: key.orientation == .portrait)
+    }
+
+    private static func support(_ entry: Compact) -> KeySupport {
+        KeySupport(trusted: entry.trusted, sources: Int(entry.sources), lastSeenDay: entry.lastSeenDay)
+    }
+
+    private func entry(_ entry: Compact) -> Entry {
+        Entry(key: SeriesKey(model: names[Int(entry.model)], osMajor: Int(entry.osMajor), language: names[Int(entry.language)],
+                             orientation: entry.portrait ? .portrait : .landscape, keyboardType: names[Int(entry.keyboardType)]),
+              support: Self.support(entry))
+    }
+
     /// Records a commit's report of an indexed key: new sources, trusted data,
     /// the day. Returns true when the day changed (the caller writes `last_seen`).
     public mutating func report(_ fingerprint: UInt64, newSources: Int, trusted: Bool, day: Int64) -> Bool {
         guard var entry = entries[fingerprint] else { return false }
-        entry.support.sources = min(8, entry.support.sources + newSources)
-        entry.support.trusted = entry.support.trusted || trusted
-        let moved = entry.support.lastSeenDay < day
-        if moved { entry.support.lastSeenDay = day }
+        entry.sources = UInt8(min(8, Int(entry.sources) + newSources))
+        entry.trusted = entry.trusted || trusted
+        let moved = entry.lastSeenDay < day
+        if moved { entry.lastSeenDay = day }
         entries[fingerprint] = entry
         return moved
     }
@@ -89,18 +131,18 @@ public struct IndexedKeys: Sendable {
         }
         if let strongest = waiting.first?.1, entries.count >= capacity, floor.map({ strongest > $0 }) ?? true {
             // The weakest indexed keys weaker than the strongest candidate, weakest first.
-            let weaker = entries.values.filter { $0.support < strongest }.sorted { $0.support < $1.support }
+            let weaker = entries.values.filter { Self.support($0) < strongest }.map(entry).sorted { $0.support < $1.support }
             var next = 0
             for candidate in waiting {
                 guard next < weaker.count, candidate.1 > weaker[next].support else { break }
                 entries[weaker[next].key.fingerprint] = nil
                 evicted.append(weaker[next].key)
-                entries[candidate.0.fingerprint] = Entry(key: candidate.0, support: candidate.1)
+                entries[candidate.0.fingerprint] = compact(candidate.0, candidate.1)
                 admitted.append(candidate.0)
                 next += 1
             }
             // Exact again: the weakest kept of those scanned, or of the whole index, and what entered.
-            var low = next < weaker.count ? weaker[next].support : entries.values.lazy.map(\.support).min()
+            var low = next < weaker.count ? weaker[next].support : entries.values.lazy.map(Self.support).min()
             for candidate in waiting.prefix(next) where low.map({ candidate.1 < $0 }) ?? true { low = candidate.1 }
             floor = low
         }

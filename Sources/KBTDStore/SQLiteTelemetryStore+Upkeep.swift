@@ -75,7 +75,25 @@ extension SQLiteTelemetryStore {
         let removed = db.changes
         // Hourly ingest counts share the batch ids' retention (whole hours before the cutoff).
         try statement("DELETE FROM hourly_ingest WHERE hour + 3600 <= ?").run([.int(cutoff)])
+        try pruneDayVotes()
         return removed
+    }
+
+    /// Deletes the days of votes the index no longer keeps (`HeightIndex.oldestDayKept`), counted
+    /// back from the latest day of the keys the index loads (`loadIndexCounts`). Two scans of
+    /// the table (2.8 s and 0.8 s for 1,000,000 rows on a loaded machine), so once a UTC day.
+    func pruneDayVotes() throws {
+        let today = Int64(time(nil)).dividedRoundingDown(by: 86_400)
+        guard today != dayVotesPrunedOn else { return }
+        var latest: Int64?
+        try statement("""
+            SELECT MAX(day) FROM day_votes WHERE (\(Self.keyColumns)) IN
+                (SELECT \(Self.keyColumns) FROM keys WHERE admitted_at IS NOT NULL) HAVING COUNT(*) > 0
+            """).forEachRow { row in latest = row.int(0) }
+        if let latest {
+            try statement("DELETE FROM day_votes WHERE day < ?").run([.int(Int64(HeightIndex.oldestDayKept(latest: Int(latest))))])
+        }
+        dayVotesPrunedOn = today
     }
 
     public func batchIDCount() throws -> Int {

@@ -20,6 +20,8 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
     var indexed = IndexedKeys()
     /// The last UTC day whose commit deleted earlier days' ledger rows.
     var ledgerDay: Int64 = -1
+    /// The last UTC day (clock) whose upkeep pruned `day_votes` (two scans of the table: once a day).
+    var dayVotesPrunedOn: Int64 = -1
 
     /// Opens (creating and migrating when read-write) the database at `path`.
     ///

@@ -17,6 +17,9 @@ public struct BundledHeightTable: Sendable, Equatable {
         var screen: String?
         var heights: [String: Double]
         var `default`: [String: Double]?
+        /// Answers per OS major (`"26"`) and release (`"26.2"`) where they differ (tables
+        /// from before releases have none).
+        var os: [String: [String: Double]]?
     }
 
     private struct Document: Codable {
@@ -55,14 +58,34 @@ public struct BundledHeightTable: Sendable, Equatable {
     /// How many models the table knows.
     public var modelCount: Int { models.count }
 
-    /// The table's answer: the model's height for the key, else the model's
-    /// height for any language, else the height of models with the same screen.
-    public func height(model: String, screen: String?, language: String, orientation: KeyboardOrientation,
-                       keyboardType: KeyboardType) -> Double? {
+    /// The table's answer: the model's height for the key on the device's release (`os`, e.g.
+    /// `26.2.1`: the greatest release of its major at or below it that the table lists for the
+    /// key, else its major's), else the model's height for the key, else the model's height
+    /// for any language, else the height of models with the same screen.
+    public func height(model: String, os: String? = nil, screen: String?, language: String,
+                       orientation: KeyboardOrientation, keyboardType: KeyboardType) -> Double? {
         let key = HeightCache.key(language, orientation, keyboardType)
         let entry = models[model]
+        if let releases = entry?.os, let os, let height = Self.release(os, key, in: releases) { return height }
         if let height = entry?.heights[key] ?? entry?.default?[orientation.rawValue] { return height }
         guard let screen = screen ?? entry?.screen else { return nil }
         return screens[screen]?[key]
+    }
+
+    /// The key's answer for release `os` (`major.minor[.patch]`) among a model's `os` entries.
+    static func release(_ os: String, _ key: String, in releases: [String: [String: Double]]) -> Double? {
+        let parts = os.split(separator: ".", omittingEmptySubsequences: false)
+        guard let first = parts.first, let major = Int(first) else { return nil }
+        let minor = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+        // The greatest release of this major at or below the device's that lists the key.
+        var best: (minor: Int, height: Double)?
+        for (name, heights) in releases {
+            let release = name.split(separator: ".", omittingEmptySubsequences: false)
+            guard release.count == 2, Int(release[0]) == major, let listed = Int(release[1]), listed <= minor,
+                  let height = heights[key], listed > best?.minor ?? -1 else { continue }
+            best = (listed, height)
+        }
+        if let best { return best.height }
+        return releases["\(major)"]?[key]
     }
 }

@@ -205,7 +205,7 @@ public final class KeyboardTelemetryClient: Sendable {
                                keyboardType: KeyboardType = .default) -> KeyboardHeightEstimate {
         heightCache.estimate(language: language, orientation: orientation, keyboardType: keyboardType,
                              bundled: configuration.bundledHeights.flatMap {
-                                 $0.height(model: device.model, screen: device.screen, language: language,
+                                 $0.height(model: device.model, os: device.os, screen: device.screen, language: language,
                                            orientation: orientation, keyboardType: keyboardType)
                              },
                              default: configuration.defaultHeight(orientation))

@@ -76,6 +76,45 @@ struct ReleaseTests {
         #expect(index.releases(of: key).isEmpty && index.releaseCount == before - 2)
     }
 
+    /// The release entries and per-day votes live in pooled arrays linked by key slot: removing
+    /// most keys (which renumbers the slots) and adding them back (which reuses freed entries)
+    /// leaves every key holding exactly what an index built from its deltas alone holds.
+    @Test func releasesAndDayVotesFollowTheirKeysThroughRemovalAndCompaction() {
+        func delta(_ i: Int, round: Int) -> AggregateDelta {
+            var delta = ReleaseFleet.batch(model: "iPhone\(i % 40),1", os: ["26.0", "26.1", "26.2"][(i + round) % 3],
+                                           language: "l\(i)", height: 300 + Double((i + round) % 5), count: 20 + i % 7)
+            delta.recordDay(receivedAt: Int64(20_000 + (i * 7 + round * 13) % 45) * 86_400)
+            return delta
+        }
+        let count = 3_000
+        let kept = (0..<count).filter { $0 % 5 == 0 }
+        let dropped = (0..<count).filter { $0 % 5 != 0 }
+        let key = { (i: Int) in SeriesKey(model: "iPhone\(i % 40),1", osMajor: 26, language: "l\(i)", orientation: .portrait,
+                                           keyboardType: "default") }
+        var index = HeightIndex()
+        for round in 0..<3 { for i in 0..<count { index.apply(delta(i, round: round)) } }
+        index.remove(dropped.map(key))
+        for round in 0..<3 { for i in dropped { index.apply(delta(i, round: round)) } }
+        // The same content, built in the order it now holds it.
+        var reference = HeightIndex()
+        for round in 0..<3 { for i in kept { reference.apply(delta(i, round: round)) } }
+        for round in 0..<3 { for i in dropped { reference.apply(delta(i, round: round)) } }
+        #expect(index.latestVoteDay == reference.latestVoteDay && index.latestVoteDay == 20_044)
+        #expect(index.releaseCount == reference.releaseCount && index.dayVoteKeyCount == reference.dayVoteKeyCount)
+        var withDays = 0
+        for i in 0..<count {
+            let key = key(i)
+            #expect(index.releases(of: key).map(\.minor) == reference.releases(of: key).map(\.minor), "\(key)")
+            #expect(index.releases(of: key).map(\.stats) == reference.releases(of: key).map(\.stats), "\(key)")
+            #expect(index.recentVotes(of: key, sinceDay: 0) == reference.recentVotes(of: key, sinceDay: 0), "\(key)")
+            if index.recentVotes(of: key, sinceDay: 0) != nil { withDays += 1 }
+        }
+        #expect(withDays > count / 2, "most keys have days inside the kept month")
+        // Removing every key leaves no release entries or days behind.
+        index.remove((0..<count).map(key))
+        #expect(index.releaseCount == 0 && index.dayVoteKeyCount == 0)
+    }
+
     @Test func theReleaseOfADeviceIsItsMinor() {
         #expect(FieldRules.osMinor("26.2") == 2 && FieldRules.osMinor("26.0.1") == 0 && FieldRules.osMinor("26") == 0)
         #expect(FieldRules.osMinor("26.x") == nil)

@@ -341,22 +341,32 @@ struct FallbackChainTests {
         let table = try BundledHeightTable(contentsOf: file)
         #expect(table.modelCount == fleet.models.count)
         let known = fleet.models[1]
-        func client(_ model: String, screen: String?, in name: String) throws -> KeyboardTelemetryClient {
+        func client(_ model: String, screen: String?, in name: String, os: String = "26.1") throws -> KeyboardTelemetryClient {
             var configuration = ClientFixtures.configuration(port: unreachablePort(), directory: directory.appendingPathComponent(name))
             configuration.bundledHeights = table
             configuration.screen = screen
-            return try KeyboardTelemetryClient(device: TelemetryDevice(model: model, os: "26.1"), configuration: configuration)
+            return try KeyboardTelemetryClient(device: TelemetryDevice(model: model, os: os), configuration: configuration)
         }
+        // The table's answers per OS major (`os`): a phone on iOS 26 gets iOS 26's height, as
+        // `/v1/heights?os=26.1` serves it, not the any-OS mode (iOS 18's 40 samples outvote 26's 30).
+        let served = try #require(try await daemon.get("/v1/heights?model=\(known.identifier)&os=26.1").json)
+        let servedJapanese = served["estimates"]?.array?.first { $0["language"] == .string("ja-JP") && $0["orientation"] == .string("portrait") }
+        #expect(servedJapanese?["height"]?.double == fleet.truth(known, major: 26, language: "ja-JP"))
         let knownClient = try client(known.identifier, screen: nil, in: "known")
         #expect(await knownClient.refreshHeights(force: true) != .updated)
-        // Any-OS answers: the mode over iOS 18 (40 samples) and 26 (30) is iOS 18's.
         #expect(knownClient.heightEstimate(language: "ja-JP", orientation: .portrait)
-                == .init(height: fleet.truth(known, major: 18, language: "ja-JP"), source: .bundled))
-        // A language the model never reported: the model's own any-language height.
-        #expect(knownClient.heightEstimate(language: "fr-FR", orientation: .portrait).source == .bundled)
-        // Landscape was never measured: the configured constant.
-        #expect(knownClient.heightEstimate(language: "en-US", orientation: .landscape) == .init(height: 209, source: .configuredDefault))
+                == .init(height: fleet.truth(known, major: 26, language: "ja-JP"), source: .bundled))
         await knownClient.shutdown()
+        let olderClient = try client(known.identifier, screen: nil, in: "older", os: "18.6")
+        #expect(olderClient.heightEstimate(language: "ja-JP", orientation: .portrait)
+                == .init(height: fleet.truth(known, major: 18, language: "ja-JP"), source: .bundled))
+        await olderClient.shutdown()
+        let knownOnIOS26 = try client(known.identifier, screen: nil, in: "known-again")
+        // A language the model never reported: the model's own any-language height.
+        #expect(knownOnIOS26.heightEstimate(language: "fr-FR", orientation: .portrait).source == .bundled)
+        // Landscape was never measured: the configured constant.
+        #expect(knownOnIOS26.heightEstimate(language: "en-US", orientation: .landscape) == .init(height: 209, source: .configuredDefault))
+        await knownOnIOS26.shutdown()
 
         // A model released this morning, with the screen of a known one.
         let newClient = try client("iPhone99,2", screen: known.screen, in: "new")

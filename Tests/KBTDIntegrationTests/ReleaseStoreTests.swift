@@ -2,6 +2,7 @@ import Foundation
 import KBTDCore
 @testable import KBTDStore
 @testable import KBTDPostgres
+import KeyboardTelemetryClient
 import Logging
 import Testing
 
@@ -103,6 +104,17 @@ struct ReleaseRouteTests {
                 #expect(new == old + 4 && basis == "model+os+language", "\(model) on 26.2")
                 #expect(try await height(app, model, "26.1").0 == old, "\(model) on 26.1")
                 #expect(try await height(app, model, "26.2", "en-US").0 == ReleaseFleet.base(model), "\(model) en-US on 26.2")
+                // `/v1/heights` (what the client library refreshes) answers per release too.
+                for (os, expected) in [("26.2", old + 4), ("26.2.1", old + 4), ("26.1", old), ("26", old)] {
+                    let response = try await app.get("/v1/heights?model=\(model)&os=\(os)")
+                    let body = try JSONParser.parse(response.body)
+                    #expect(body["os"] == .string(os))
+                    let japanese = body["estimates"]?.array?.first { $0["language"] == .string("ja-JP") }
+                    #expect(japanese?["height"]?.double == expected && japanese?["basis"] == .string("model+os+language"),
+                            "\(model) /v1/heights on \(os): \(String(describing: japanese))")
+                    let english = body["estimates"]?.array?.first { $0["language"] == .string("en-US") }
+                    #expect(english?["height"]?.double == ReleaseFleet.base(model), "\(model) en-US /v1/heights on \(os)")
+                }
             }
         }
         do {
@@ -120,6 +132,71 @@ struct ReleaseRouteTests {
         }
         let again = try await InProcessApp.reopened(database: database)
         try await expectAnswers(again)
+    }
+}
+
+@Suite("Point releases in the exported table and the client library", .ownThreads)
+struct ReleaseExportTests {
+    /// `kbtd export` carries the answers per OS major and per release where they differ, and a
+    /// client with no network takes the one for its release (`device.os`): 26.2 and later phones
+    /// the moved height, 26.1 phones theirs, phones of another major the table's any-OS answer.
+    @Test func theExportCarriesReleaseAnswersAndTheClientPicksItsOwn() async throws {
+        let app = try InProcessApp()
+        let models = Array(ReleaseFleet.models.prefix(3))
+        for model in models {
+            let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+            for (os, height, count) in [("26.1", old, 150), ("26.2", old + 4, 40)] {
+                let samples = shows(count, height: height, language: "ja-JP") + shows(30, height: ReleaseFleet.base(model))
+                let response = try await app.post(gzip(batchBody(model: model, os: os, samples: samples)), encoding: "gzip")
+                #expect(response.status == 202, "\(response.text)")
+            }
+        }
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("kbtd-heights.json")
+        let export = try runKBTD(["export", "--database", app.database, "--output", file.path])
+        #expect(export.status == 0, "\(export.stderr)")
+        let document = try JSONParser.parse(Array(try Data(contentsOf: file)))
+        let model = models[0]
+        let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+        let releases = try #require(document["models"]?[model]?["os"], "\(document)")
+        // Without an OS, 1,500 old votes outvote the new ones: the major (which `os=26` means) answers 26.1's
+        // height, and only the moved release differs, for the moved language only.
+        #expect(document["models"]?[model]?["heights"]?["ja-JP|portrait|default"]?.double == old)
+        #expect(releases["26.2"]?["ja-JP|portrait|default"]?.double == old + 4, "\(releases)")
+        #expect(releases["26.2"]?["en-US|portrait|default"] == nil)
+        #expect(releases["26.1"] == nil && releases["26.0"] == nil, "\(releases)")
+        // What the table says for each release is what `/v1/height` serves it.
+        for os in ["26.0", "26.1", "26.2", "26.3"] {
+            let served = try JSONParser.parse(try await app.get("/v1/height?model=\(model)&language=ja-JP&os=\(os)").body)
+            let bundled = try BundledHeightTable(contentsOf: file).height(model: model, os: os, screen: nil, language: "ja-JP",
+                                                                         orientation: .portrait, keyboardType: .default)
+            #expect(bundled == served["height"]?.double, "\(os)")
+        }
+
+        let table = try BundledHeightTable(contentsOf: file)
+        func bundled(_ os: String) async throws -> KeyboardHeightEstimate {
+            var configuration = ClientFixtures.configuration(port: unreachablePort(), directory: directory.appendingPathComponent(os))
+            configuration.bundledHeights = table
+            let client = try KeyboardTelemetryClient(device: TelemetryDevice(model: model, os: os), configuration: configuration)
+            #expect(await client.refreshHeights(force: true) != .updated)
+            let estimate = client.heightEstimate(language: "ja-JP", orientation: .portrait)
+            await client.shutdown()
+            return estimate
+        }
+        #expect(try await bundled("26.2") == .init(height: old + 4, source: .bundled))
+        #expect(try await bundled("26.3.1") == .init(height: old + 4, source: .bundled), "a later release keeps the move")
+        #expect(try await bundled("26.1") == .init(height: old, source: .bundled))
+        #expect(try await bundled("27.0") == .init(height: old, source: .bundled), "another major: the any-OS answer")
+
+        // A table from before releases (no `os`) still reads, and answers every release alike.
+        let before = try BundledHeightTable(data: Data("""
+            {"format":"kbtd-height-table","version":1,"defaults":{"portrait":335.0,"landscape":209.0},
+             "models":{"\(model)":{"heights":{"ja-JP|portrait|default":\(old)}}},"screens":{}}
+            """.utf8))
+        for os in ["26.1", "26.2", "27"] {
+            #expect(before.height(model: model, os: os, screen: nil, language: "ja-JP", orientation: .portrait, keyboardType: .default) == old)
+        }
     }
 }
 

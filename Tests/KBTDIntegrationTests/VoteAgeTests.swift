@@ -104,6 +104,52 @@ struct VoteAgeTests {
         #expect(rebuilt.series(key)?.votes.mode == HeightBin.halfPoints(380), "the all-time votes are untouched")
     }
 
+    /// The stores' hourly upkeep (`pruneBatchIDs`) deletes the days of votes older than the index
+    /// keeps (`HeightIndex.oldestDayKept`), counted back from the latest day of data: the rows go,
+    /// every other count stays, and the index rebuilt from the store answers exactly as before.
+    @Test(arguments: StoreKind.available)
+    func daysOlderThanTheIndexKeepsArePrunedAndAnswersStay(kind: StoreKind) async throws {
+        let subject = try StoreUnderTest(kind)
+        let store = try await subject.open()
+        // 40 days of data, 4 networks a day: 380 for 30 days, then 384 for the last 10.
+        for age in (0..<40).reversed() {
+            let batches = (0..<4).map { n in
+                Self.batch("prune-\(age)-\(n)", at: Self.today - Int64(age) * Self.day + Int64(n), network: "10.4.\(n).0",
+                           height: age >= 10 ? 380 : 384, count: 10, cap: 1_000)
+            }
+            #expect(try await store.commit(batches).stored == [true, true, true, true])
+        }
+        let latest = Int(Self.today / Self.day)
+        let before = try await store.loadIndexCounts()
+        #expect(before.dayVotes.keys.map(\.day).min() == latest - 39, "all 40 days are stored before the upkeep")
+        var unpruned = HeightIndex()
+        unpruned.apply(before)
+
+        _ = try await store.pruneBatchIDs(receivedBefore: 0)
+        let after = try await store.loadIndexCounts()
+        let oldest = HeightIndex.oldestDayKept(latest: latest)
+        #expect(oldest == latest - 30)
+        #expect(after.dayVotes.keys.map(\.day).min() == oldest && after.dayVotes.keys.map(\.day).max() == latest)
+        #expect(after.dayVotes == before.dayVotes.filter { $0.key.day >= oldest }, "only the days before the kept month went")
+        var rest = after, rest0 = before
+        rest.dayVotes = [:]
+        rest0.dayVotes = [:]
+        #expect(rest == rest0, "every other count stays")
+
+        var pruned = HeightIndex()
+        pruned.apply(after)
+        let key = SeriesKey(model: Self.model, osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+        #expect(pruned.recentVotes(of: key, sinceDay: 0) == unpruned.recentVotes(of: key, sinceDay: 0))
+        for estimator in [HeightEstimator(), Self.unaged()] {
+            #expect(estimator.estimate(Self.query("ja-JP"), in: pruned) == estimator.estimate(Self.query("ja-JP"), in: unpruned))
+        }
+        #expect(HeightEstimator().estimate(Self.query("ja-JP"), in: pruned).height == 384, "the last 14 days answer")
+        #expect(Self.unaged().estimate(Self.query("ja-JP"), in: pruned).height == 380, "the all-time votes stay")
+        // A second upkeep finds nothing more to delete.
+        _ = try await store.pruneBatchIDs(receivedBefore: 0)
+        #expect(try await store.loadIndexCounts().dayVotes == after.dayVotes)
+    }
+
     /// The horizon bounds the wait: old votes inside it still count, so new data must outvote them
     /// there; once they are older than the horizon, the new height answers.
     @Test func theOldHeightHoldsWhileItsVotesAreInsideTheHorizon() {

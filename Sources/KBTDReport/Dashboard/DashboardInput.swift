@@ -17,9 +17,12 @@ public struct DashboardInput {
     public var live: Bool
     /// The estimate `GET /v1/height` serves for a question.
     public var estimate: (HeightQuery) -> HeightEstimate
+    /// A model's keys with when their height last changed (`HeightEstimator.heightChanges`).
+    public var changes: (String) -> [HeightChange]
 
     public init(data: DashboardData, hourly: [HourlyIngest], answersByBasis: BasisCounts?, filter: DashboardFilter,
-                minSamples: Int64, generatedAt: Int64, live: Bool, estimate: @escaping (HeightQuery) -> HeightEstimate) {
+                minSamples: Int64, generatedAt: Int64, live: Bool, estimate: @escaping (HeightQuery) -> HeightEstimate,
+                changes: @escaping (String) -> [HeightChange] = { _ in [] }) {
         self.data = data
         self.hourly = hourly
         self.answersByBasis = answersByBasis
@@ -28,13 +31,15 @@ public struct DashboardInput {
         self.generatedAt = generatedAt
         self.live = live
         self.estimate = estimate
+        self.changes = changes
     }
 
     /// From counts in memory (tests, the page benchmark): reduces them with `DashboardData(counts:filter:minSamples:)`.
     public init(counts: AggregateDelta, hourly: [HourlyIngest], answersByBasis: BasisCounts?, filter: DashboardFilter,
-                minSamples: Int64, generatedAt: Int64, live: Bool, estimate: @escaping (HeightQuery) -> HeightEstimate) {
+                minSamples: Int64, generatedAt: Int64, live: Bool, estimate: @escaping (HeightQuery) -> HeightEstimate,
+                changes: @escaping (String) -> [HeightChange] = { _ in [] }) {
         self.init(data: DashboardData(counts: counts, filter: filter, minSamples: minSamples), hourly: hourly,
                   answersByBasis: answersByBasis, filter: filter, minSamples: minSamples, generatedAt: generatedAt, live: live,
-                  estimate: estimate)
+                  estimate: estimate, changes: changes)
     }
 }

@@ -100,14 +100,20 @@ final class LiveHeights: Sendable {
         model.withLock { $0.estimator.estimate(query, in: $0.index) }
     }
 
+    /// A model's keys with when their height last changed (the dashboard's change table).
+    func changes(model name: String) -> [HeightChange] {
+        model.withLock { $0.estimator.heightChanges(model: name, in: $0.index) }
+    }
+
     var minSamples: Int64 { model.withLock { $0.estimator.settings.minSamples } }
 
-    /// `os` is cached by its major version (what the estimator uses); the body
+    /// `os` is cached by its release (major.minor: what the estimator uses); the body
     /// echoes the asked string, spliced into the cached bytes.
     func heights(model modelName: String, os: String?, screen: ScreenSize? = nil) -> CachedAnswer {
         let major = os.flatMap(FieldRules.osMajor)
-        let shared = answer("n|\(modelName)|\(major ?? -1)|\(screen?.description ?? "")") { model in
-            let all = model.estimator.allEstimates(model: modelName, osMajor: major, screen: screen, in: model.index)
+        let minor = os.flatMap(FieldRules.osMinor)
+        let shared = answer("n|\(modelName)|\(major ?? -1).\(minor ?? -1)|\(screen?.description ?? "")") { model in
+            let all = model.estimator.allEstimates(model: modelName, osMajor: major, osMinor: minor, screen: screen, in: model.index)
             return ({ Array(all.serialized().utf8) }, nil, Self.bases(all))
         }
         guard let os else { return shared }

@@ -31,7 +31,8 @@ struct DashboardRoute: Sendable {
                 let (data, hourly) = try await Self.load(try await openReader(), filter: filter, minSamples: minSamples, now: now)
                 return DashboardPage.render(DashboardInput(
                     data: data, hourly: hourly, answersByBasis: answers, filter: filter, minSamples: minSamples,
-                    generatedAt: now, live: true, estimate: heights.estimate))
+                    generatedAt: now, live: true, estimate: heights.estimate,
+                    changes: { heights.changes(model: $0) }))
             }
             return Response(status: .ok, headers: Self.headers, body: .init(byteBuffer: ByteBuffer(string: html)))
         } catch {

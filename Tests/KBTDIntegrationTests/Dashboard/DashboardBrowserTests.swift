@@ -1,5 +1,6 @@
 import Foundation
 import KBTDCore
+import KBTDStore
 import Testing
 
 /// Debian's headless Chromium loads `/dashboard` from a live daemon fed by
@@ -114,5 +115,49 @@ struct DashboardBrowserTests {
         #expect(screenshot.status == 0, "\(screenshot.stderr.suffix(2000))")
         let png = try Data(contentsOf: URL(fileURLWithPath: shot))
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
+    }
+
+    /// The change table (issue 25, part 4): a key stored 25 days ago at 380 pt that today's
+    /// batches move to 384 pt shows, in Chromium, the day its height changed and from what;
+    /// a steady key shows no change; the height now is what `/v1/height` serves.
+    @Test(.enabled(if: chromium != nil,
+                   "Chromium is not installed: `apt-get install chromium` (scripts/dev deps and .ci/run install it)"))
+    func theChangeTableShowsWhenAKeysHeightMovedAndFromWhat() async throws {
+        let daemon = TestDaemon()
+        let model = VoteAgeTests.model
+        let then = Int64(Date().timeIntervalSince1970) - 25 * VoteAgeTests.day
+        do {
+            // As a daemon stored them 25 days ago (receipt times are the commit's).
+            let store = try SQLiteTelemetryStore(path: daemon.database)
+            for i in 0..<10 {
+                for (language, height) in [("ja-JP", 380.0), ("en-US", 336.0)] {
+                    let batch = VoteAgeTests.batch("old-\(language)-\(i)", at: then + Int64(i), network: "10.1.\(i).0", height: height,
+                                                   count: 150, language: language, cap: 1_000)
+                    #expect(try store.commit([batch]).stored == [true])
+                }
+            }
+        }
+        try daemon.start()
+        let dayBefore = Int(Date().timeIntervalSince1970) / 86_400
+        for _ in 0..<3 {
+            let samples = shows(100, height: 384, language: "ja-JP") + shows(20, height: 336, language: "en-US")
+            let response = try daemon.post(gzip(batchBody(model: model, os: "26.1", samples: samples)), encoding: "gzip")
+            #expect(response.status == 202, "\(response.text)")
+        }
+        let dayAfter = Int(Date().timeIntervalSince1970) / 86_400
+        let profile = daemon.directory.appendingPathComponent("chromium")
+        let dom = try await Self.browser(profile, ["--dump-dom", "http://127.0.0.1:\(daemon.port)/dashboard?model=\(model)"])
+        #expect(dom.status == 0, "\(dom.stderr.suffix(2000))")
+        #expect(!dom.stderr.contains("Content Security Policy"), "CSP violation: \(dom.stderr.suffix(2000))")
+        let rows = htmlTags(dom.stdout, "<tr class=\"change\"")
+        #expect(rows.map { $0["data-language"] } == ["en-US", "ja-JP"], "\(rows)")
+        let moved = try #require(rows.first { $0["data-language"] == "ja-JP" })
+        #expect(moved["data-height"] == "384.0" && moved["data-from"] == "380.0", "\(moved)")
+        let day = try #require(Int(moved["data-changed-day"] ?? ""))
+        #expect((dayBefore...dayAfter).contains(day), "changed today: \(day)")
+        let served = try daemon.get("/v1/height?model=\(model)&language=ja-JP&os=26.1")
+        #expect(served.json?["height"]?.double == 384)
+        let steady = try #require(rows.first { $0["data-language"] == "en-US" })
+        #expect(steady["data-height"] == "336.0" && steady["data-changed-day"] == nil && steady["data-from"] == nil, "\(steady)")
     }
 }

@@ -47,6 +47,34 @@ struct DashboardPageTests {
         #expect(estimate?["data-height"] == "\(expected.height)" && estimate?["data-basis"] == expected.basis.rawValue)
     }
 
+    /// The change table: each key of the chosen model with its height now and, where it moved
+    /// within the days of votes kept, the day and the height before; the filter narrows it.
+    @Test func theChangeTableShowsWhenEachKeysHeightLastChanged() {
+        var counts = AggregateDelta()
+        for (language, height, count, day) in [("ja-JP", 380.0, 1_500, 20_375), ("ja-JP", 384.0, 300, 20_390), ("en-US", 336.0, 200, 20_390)] {
+            var delta = ReleaseFleet.batch(model: "iPhone17,1", os: "26.1", language: language, height: height, count: count)
+            delta.recordDay(receivedAt: Int64(day) * 86_400 + 60)
+            counts.merge(delta)
+        }
+        var index = HeightIndex()
+        index.apply(counts)
+        let estimator = HeightEstimator()
+        func page(_ filter: DashboardFilter) -> String {
+            DashboardPage.render(DashboardInput(counts: counts, hourly: [], answersByBasis: nil, filter: filter, minSamples: 20,
+                                                generatedAt: 20_391 * 86_400, live: false, estimate: { estimator.estimate($0, in: index) },
+                                                changes: { estimator.heightChanges(model: $0, in: index) }))
+        }
+        let html = page(DashboardFilter(model: "iPhone17,1"))
+        let rows = htmlTags(html, "<tr class=\"change\"")
+        #expect(rows.map { $0["data-language"] } == ["en-US", "ja-JP"])
+        #expect(rows[1]["data-height"] == "384.0" && rows[1]["data-from"] == "380.0" && rows[1]["data-changed-day"] == "20390")
+        #expect(rows[0]["data-height"] == "336.0" && rows[0]["data-changed-day"] == nil)
+        #expect(html.contains("<td>2025-10-29</td>") && html.contains("no change since 2025-10-29"), "day 20,390 is 2025-10-29")
+        #expect(htmlTags(page(DashboardFilter(model: "iPhone17,1", language: "ja-JP")), "<tr class=\"change\"").count == 1)
+        // Without votes per day (a database from before schema v10) the section says so.
+        #expect(DashboardPage.render(Self.input()).contains("No votes per day for this model"))
+    }
+
     @Test func everyChartIsThere() {
         let html = DashboardPage.render(Self.input())
         for id in ["filters", "heights", "basis", "coldstart", "animation", "hourly", "thin"] {

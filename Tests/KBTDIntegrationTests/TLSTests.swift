@@ -133,7 +133,8 @@ struct TLSTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let blocks = kinds.enumerated().map { index, kind in
             let url = kind == .health ? base + "/healthz" : query
-            let revalidate = kind == .revalidation ? "header = \"If-None-Match: \(etag)\"\n" : ""
+            let quoted = etag.replacingOccurrences(of: "\"", with: "\\\"")
+            let revalidate = kind == .revalidation ? "header = \"If-None-Match: \(quoted)\"\n" : ""
             return "url = \"\(url)\"\nhttp2\ncacert = \"\(pair.ca)\"\n\(revalidate)output = \"\(directory)/\(index)\"\n"
                 + "write-out = \"\(index) %{http_code} %{http_version}\\n\"\n"
         }
@@ -156,9 +157,10 @@ struct TLSTests {
             case .health: #expect(line[1] == "200" && body.contains("ok"), "transfer \(index): \(line[1]) \(body.prefix(80))")
             }
         }
+        let metrics = try curl(["--http1.1", "--cacert", pair.ca, base + "/metrics"]).stdout
         let fast = kinds.filter { $0 != .health }.count
-        #expect(try daemon.metric("kbtd_fast_answers_total{protocol=\"h2\"}") == Double(fast))
-        #expect(try daemon.metric("kbtd_http_requests_total{route=\"/v1/heights\",status=\"304\"}") == Double(kinds.count / 4))
+        #expect(metrics.contains("kbtd_fast_answers_total{protocol=\"h2\"} \(fast)\n"), "each fast answer counted once")
+        #expect(metrics.contains("kbtd_http_requests_total{route=\"/v1/heights\",status=\"304\"} \(kinds.count / 4)\n"))
     }
 
     /// TLS 1.2+ only, forward-secret AEAD suites only; the same client tool succeeds with a good suite.

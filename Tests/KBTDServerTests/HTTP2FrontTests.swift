@@ -19,14 +19,14 @@ struct HTTP2FrontTests {
         let client = EmbeddedChannel()
         let value: HTTP2Connection.Value
 
-        init(_ app: InProcessApp) async throws {
+        init(_ app: InProcessApp, clientSettings: HTTP2Settings = nioDefaultSettings) async throws {
             let settings = app.app.settings.current
             let channels = app.app.channels(limits: settings.limits, logger: Logger(label: "h2-test"),
                                             clients: ClientAddressResolver(settings))
             let address = try SocketAddress(ipAddress: "127.0.0.1", port: 8420)
             try await server.connect(to: address).get()
             value = try await channels.http2.setup(channel: server, logger: Logger(label: "h2-test")).get()
-            try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
+            try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client, initialSettings: clientSettings))
             try await client.connect(to: address).get()
             try shuttle()
         }
@@ -119,5 +119,28 @@ struct HTTP2FrontTests {
                 "the router's answer and the frames' answer")
         #expect(try await app.metric("kbtd_http_requests_total{route=\"/v1/height\",status=\"304\"}") == 2,
                 "the frames' 304 and the router's")
+    }
+
+    /// A client that never opens its window gets the HEADERS frame, and the stream is reset once it
+    /// has waited `idle_timeout_seconds` for the window (a virtual clock: the embedded loop's).
+    @Test func anAnswerTheClientsWindowNeverAdmitsIsResetAfterTheIdleTimeout() async throws {
+        let app = try InProcessApp()
+        let link = try await Link(app, clientSettings: [HTTP2Setting(parameter: .initialWindowSize, value: 0),
+                                                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 100)])
+        defer { link.finish() }
+        let waiting = try link.get("/v1/heights?model=iPhone17,1", stream: 1)
+        #expect(waiting.count == 1, "only the HEADERS frame goes out: \(waiting)")
+        if case .headers(let head)? = waiting.first { #expect(!head.endStream && head.headers.first(name: ":status") == "200") }
+        let idle = Int64(app.app.settings.current.limits.idleTimeoutSeconds)
+        link.server.embeddedEventLoop.advanceTime(by: .seconds(idle - 1))
+        try link.shuttle()
+        #expect(try link.client.readInbound(as: HTTP2Frame.self) == nil, "nothing before the timeout")
+        link.server.embeddedEventLoop.advanceTime(by: .seconds(1))
+        try link.shuttle()
+        var reset: HTTP2ErrorCode?
+        while let frame = try link.client.readInbound(as: HTTP2Frame.self) {
+            if frame.streamID == 1, case .rstStream(let code) = frame.payload { reset = code }
+        }
+        #expect(reset == .cancel, "the stalled stream is reset")
     }
 }

@@ -36,6 +36,8 @@ struct HTTP2Connection: Sendable {
     let answers: CachedAnswers
     /// How long a connection without an open stream stays; nil: for ever.
     let idleTimeout: TimeAmount?
+    /// How long a cached answer may wait for the client's flow-control window before its stream is reset.
+    let stallTimeout: TimeAmount
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -63,7 +65,7 @@ struct HTTP2Connection: Sendable {
             let pipeline = channel.pipeline.syncOperations
             try pipeline.addHandler(http2)
             try pipeline.addHandler(manager)
-            try pipeline.addHandler(HTTP2FastAnswerHandler(answers))
+            try pipeline.addHandler(HTTP2FastAnswerHandler(answers, stallTimeout: stallTimeout))
             try pipeline.addHandler(multiplexer)
             try pipeline.addHandler(ConnectionEnd())
             // The connection was active before ALPN chose h2: replay that for the handlers after

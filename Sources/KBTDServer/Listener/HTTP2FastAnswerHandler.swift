@@ -21,6 +21,11 @@ import NIOHTTP2
 /// (its 400 comes from the router), and every request while the debug log records requests.
 /// Later frames of a stream answered here (a WINDOW_UPDATE, a RST_STREAM) are swift-nio-http2's
 /// business and go no further: the multiplexer has no channel for that stream.
+///
+/// An answer whose DATA the client's flow-control window does not admit waits in `NIOHTTP2Handler`
+/// and keeps its stream open. As a stream channel's idle deadline would, a stream still waiting
+/// `stallTimeout` later is reset (RST_STREAM CANCEL), so a client that never opens its window
+/// cannot hold streams, keep the connection from idling out or hold up a graceful shutdown.
 final class HTTP2FastAnswerHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
@@ -33,9 +38,19 @@ final class HTTP2FastAnswerHandler: ChannelInboundHandler, RemovableChannelHandl
     private var lastStream = HTTP2StreamID(0)
     /// Answers written during this read, flushed when the read completes (one flush for many streams).
     private var flushPending = false
+    /// How long an answered stream may wait for the client's window.
+    private let stallTimeout: TimeAmount
+    /// The one timer looking for stalled streams, while some wait.
+    private var sweep: Scheduled<Void>?
 
-    init(_ answers: CachedAnswers) {
+    init(_ answers: CachedAnswers, stallTimeout: TimeAmount) {
         self.answers = answers
+        self.stallTimeout = stallTimeout
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        sweep?.cancel()
+        sweep = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -57,6 +72,8 @@ final class HTTP2FastAnswerHandler: ChannelInboundHandler, RemovableChannelHandl
         if flushPending {
             flushPending = false
             context.flush()
+            // What is still open now waits for the client's window.
+            if !answered.isEmpty && sweep == nil { scheduleSweep(context: context) }
         }
         context.fireChannelReadComplete()
     }
@@ -87,6 +104,22 @@ final class HTTP2FastAnswerHandler: ChannelInboundHandler, RemovableChannelHandl
         }
         guard method == "GET", let path else { return nil }
         return answers.answer(target: path, ifNoneMatch: ifNoneMatch)
+    }
+
+    /// Resets the streams that still wait `stallTimeout` from now; again while any wait.
+    private func scheduleSweep(context: ChannelHandlerContext) {
+        let waiting = answered
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        sweep = context.eventLoop.scheduleTask(in: stallTimeout) {
+            let (handler, context) = bound.value
+            handler.sweep = nil
+            let stalled = waiting.intersection(handler.answered)
+            for stream in stalled {
+                context.write(handler.wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .rstStream(.cancel))), promise: nil)
+            }
+            if !stalled.isEmpty { context.flush() }
+            if !handler.answered.isEmpty { handler.scheduleSweep(context: context) }
+        }
     }
 
     private func send(_ answer: RenderedAnswer, on stream: HTTP2StreamID, context: ChannelHandlerContext) {

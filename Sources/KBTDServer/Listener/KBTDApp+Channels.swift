@@ -51,7 +51,8 @@ extension KBTDApp {
         return HTTPChannels(
             http1: HTTP1Channel(responder: responder, configuration: connection),
             http2: HTTP2Connection(streamChannel: HTTP1Channel(responder: responder, configuration: stream), answers: answers,
-                                   idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),
+                                   idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
+                                   stallTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),
             answers: answers)
     }
 }

@@ -62,7 +62,6 @@ let package = Package(
             "KBTDCore", "KBTDReport", "KBTDStore", "KBTDPostgres", "KBTDCompression",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
-            .product(name: "HummingbirdHTTP2", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -76,6 +75,7 @@ let package = Package(
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOTLS", package: "swift-nio"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            .product(name: "NIOHPACK", package: "swift-nio-http2"),
         ], swiftSettings: strict),
         // The command line: serve, stats, height, evaluate, export, report, reload, migrate (and help).
         .executableTarget(name: "kbtd", dependencies: [
@@ -122,6 +122,8 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            .product(name: "NIOHPACK", package: "swift-nio-http2"),
         ], swiftSettings: strict),
         // Everything that needs a process (kbtd, kbtd-fleet, kbtd-fuzz) or a server (PostgreSQL, nginx,
         // Prometheus, a browser), and the client library against a live daemon.

@@ -4,7 +4,8 @@ import Testing
 
 /// The h2 red-team cases against the real daemon's TLS listener (issue 26), with a client that builds
 /// frames by hand over Python's `ssl` (no HTTP/2 library: it must be free to break the protocol):
-/// rapid reset (CVE-2023-44487), a CONTINUATION flood (CVE-2024-27316 style), an HPACK bomb (16 KB
+/// rapid reset (CVE-2023-44487; on `/healthz`, which the router answers on a stream channel, and on
+/// `/v1/heights`, which `HTTP2FastAnswerHandler` answers from the frames), a CONTINUATION flood (CVE-2024-27316 style), an HPACK bomb (16 KB
 /// of references to a 4,000-byte dynamic-table entry, 64 MB decoded) and a dynamic-table-size update
 /// far above the advertised table. Each must end the connection (GOAWAY, or the stream refused)
 /// within a bounded number of frames, leave the daemon's memory within a bound far below what the
@@ -13,7 +14,8 @@ import Testing
 @Suite("HTTP/2 red team against the live TLS listener", .ownThreads)
 struct HTTP2RedTeamTests {
     enum Attack: String, CaseIterable, CustomTestStringConvertible {
-        case rapidReset = "rapid-reset", continuationFlood = "continuation-flood"
+        case rapidReset = "rapid-reset", rapidResetFastAnswers = "rapid-reset-heights"
+        case continuationFlood = "continuation-flood"
         case hpackBomb = "hpack-bomb", tableSize = "table-size"
         var testDescription: String { rawValue }
     }
@@ -33,7 +35,7 @@ struct HTTP2RedTeamTests {
         #expect(result["timed_out"] == .bool(false), "the daemon neither closed the connection nor refused the stream: \(run.stdout)")
         let goaway = result["goaway"]?["error"]
         switch attack {
-        case .rapidReset:
+        case .rapidReset, .rapidResetFastAnswers:
             // swift-nio-http2 allows 200 RST_STREAM in 30 s; the PING after every 50 pairs makes the
             // count exact to 50. The GOAWAY can be lost to the TCP reset that follows the close.
             #expect(result["closed"] == .bool(true), "\(run.stdout)")
@@ -158,15 +160,16 @@ def attacking():
 
 
 read(2)  # the server's SETTINGS
-if attack == "rapid-reset":
+if attack in ("rapid-reset", "rapid-reset-heights"):
     # CVE-2023-44487: open a stream and cancel it at once, over and over, 50 pairs per write. A PING
     # after each write and its ACK awaited (the server answers frames in order) keep the count of
     # resets the server has read exact to the write: buffering cannot hide a late GOAWAY.
+    path = "/v1/heights?model=iPhone17,1" if attack == "rapid-reset-heights" else "/healthz"
     stream = 1
     while attacking() and stream < 2 * 20000:
         chunk = b""
         for _ in range(50):
-            chunk += frame(HEADERS, END_HEADERS | END_STREAM, stream, request_block()) + frame(RST, 0, stream, (8).to_bytes(4, "big"))
+            chunk += frame(HEADERS, END_HEADERS | END_STREAM, stream, request_block(path)) + frame(RST, 0, stream, (8).to_bytes(4, "big"))
             stream += 2
         acks = state["ping_acks"]
         if send(chunk + frame(PING, 0, 0, stream.to_bytes(8, "big")), 101):

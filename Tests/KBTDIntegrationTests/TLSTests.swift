@@ -114,6 +114,55 @@ struct TLSTests {
         #expect(metrics.contains("kbtd_http_requests_total{route=\"/v1/height\",status=\"200\"} 2"))
     }
 
+    /// Many streams in flight on one h2 connection (curl --parallel), cached heights answered from the
+    /// frames (`HTTP2FastAnswerHandler`) between streams the router serves: every answer right, the
+    /// heights byte for byte the HTTP/1.1 answer, the 304s bodiless, each fast answer counted once.
+    @Test func cachedAnswersAndRouterStreamsShareOneConnection() throws {
+        let (daemon, pair) = try Self.tlsDaemon()
+        let base = "https://127.0.0.1:\(daemon.port)"
+        #expect(try curl(["--http1.1", "--cacert", pair.ca] + Self.post + ["--data-binary", "@" + (try Self.batchFile(daemon)),
+                                                                           base + "/v1/batches"]).status == 0)
+        let query = base + "/v1/heights?model=iPhone17,1"
+        let h1 = try curl(["--http1.1", "--cacert", pair.ca, "-D", "-", query])
+        let h1Body = try #require(h1.stdout.components(separatedBy: "\r\n\r\n").last)
+        let etag = try #require(h1.stdout.split(separator: "\r\n").first { $0.lowercased().hasPrefix("etag:") }?
+            .split(separator: " ").last.map(String.init))
+        enum Kind { case height, revalidation, health }
+        let kinds: [Kind] = (0..<48).map { [.health, .revalidation, .height, .height][$0 % 4] }
+        let directory = daemon.directory.appendingPathComponent("streams").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let blocks = kinds.enumerated().map { index, kind in
+            let url = kind == .health ? base + "/healthz" : query
+            let quoted = etag.replacingOccurrences(of: "\"", with: "\\\"")
+            let revalidate = kind == .revalidation ? "header = \"If-None-Match: \(quoted)\"\n" : ""
+            return "url = \"\(url)\"\nhttp2\ncacert = \"\(pair.ca)\"\n\(revalidate)output = \"\(directory)/\(index)\"\n"
+                + "write-out = \"\(index) %{http_code} %{http_version}\\n\"\n"
+        }
+        let config = directory + "/config"
+        try blocks.joined(separator: "next\n").write(toFile: config, atomically: true, encoding: .utf8)
+        let run = try curl(["--parallel", "--parallel-max", "16", "-K", config])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        #expect(lines.count == kinds.count, "\(run.stdout)")
+        for line in lines where line.count == 3 {
+            guard let index = Int(line[0]), kinds.indices.contains(index) else {
+                Issue.record("unexpected line \(line)")
+                continue
+            }
+            let body = (try? String(contentsOfFile: "\(directory)/\(index)", encoding: .utf8)) ?? ""
+            #expect(line[2] == "2", "transfer \(index) over HTTP/\(line[2])")
+            switch kinds[index] {
+            case .height: #expect(line[1] == "200" && body == h1Body, "transfer \(index): \(line[1]) \(body.prefix(80))")
+            case .revalidation: #expect(line[1] == "304" && body.isEmpty, "transfer \(index): \(line[1]) \(body.prefix(80))")
+            case .health: #expect(line[1] == "200" && body.contains("ok"), "transfer \(index): \(line[1]) \(body.prefix(80))")
+            }
+        }
+        let metrics = try curl(["--http1.1", "--cacert", pair.ca, base + "/metrics"]).stdout
+        let fast = kinds.filter { $0 != .health }.count
+        #expect(metrics.contains("kbtd_fast_answers_total{protocol=\"h2\"} \(fast)\n"), "each fast answer counted once")
+        #expect(metrics.contains("kbtd_http_requests_total{route=\"/v1/heights\",status=\"304\"} \(kinds.count / 4)\n"))
+    }
+
     /// TLS 1.2+ only, forward-secret AEAD suites only; the same client tool succeeds with a good suite.
     @Test func onlyModernProtocolVersionsAndCiphers() throws {
         let (daemon, pair) = try Self.tlsDaemon(keyType: "rsa")

@@ -1,11 +1,13 @@
 import HTTPTypes
 import NIOCore
+import NIOHPACK
 import Synchronization
 
 /// One height answer as every path sends it: the reply, framed once (the response framer of the
 /// HTTP front). The router's handlers send `fields` and `body` as a `Response`, h2 streams and
-/// HTTP/1.1 connections at the level of parts send them as parts, and the HTTP/1.1 bytes path
-/// writes `head` and `body`; each adds only the `Date` of the second it sends.
+/// HTTP/1.1 connections at the level of parts send them as parts, the HTTP/1.1 bytes path
+/// writes `head` and `body`, and an h2 connection's frame-level path (`HTTP2FastAnswerHandler`)
+/// sends `h2Head` and `body` as frames; each adds only the `Date` of the second it sends.
 struct RenderedAnswer: Sendable {
     var generation: UInt64
     var maxAge: Int
@@ -19,6 +21,9 @@ struct RenderedAnswer: Sendable {
     var body: ByteBuffer?
     /// Status line and header lines up to (without) `Date`.
     var head: [UInt8]
+    /// `:status` and `fields` as an h2 HEADERS frame carries them, without `Date`: lower-case names and
+    /// the indexing NIOHTTPTypesHTTP2 gives the same fields on a stream, so both h2 paths send one header list.
+    var h2Head: HPACKHeaders
 
     /// Frames `reply`; `head` is the HTTP/1.1 rendering of `fields` unless given.
     init(generation: UInt64, maxAge: Int, route: String, reply: HeightRoutes.Reply, head: [UInt8]? = nil) {
@@ -32,6 +37,11 @@ struct RenderedAnswer: Sendable {
         var bodiless = reply
         bodiless.body = nil
         self.reply = bodiless
+        var h2Head = HPACKHeaders([(":status", String(reply.status.code))])
+        for field in fields {
+            h2Head.add(name: field.name.canonicalName, value: field.value, indexing: field.indexingStrategy.hpack)
+        }
+        self.h2Head = h2Head
         if let head {
             self.head = head
         } else {
@@ -60,9 +70,20 @@ struct RenderedAnswer: Sendable {
     }
 
     /// What keeping this answer under `key` costs, bytes: the key, the head, the body, the framed
-    /// fields (about the head again) and the table's own bookkeeping (a generous 128 bytes).
+    /// fields and their h2 block (about the head again each) and the table's own bookkeeping (a generous 128 bytes).
     func cost(key: String) -> Int {
-        key.utf8.count + 2 * head.count + (body?.readableBytes ?? 0) + route.utf8.count + 128
+        key.utf8.count + 3 * head.count + (body?.readableBytes ?? 0) + route.utf8.count + 128
+    }
+}
+
+extension HTTPField.DynamicTableIndexingStrategy {
+    /// The HPACK indexing NIOHTTPTypesHTTP2 encodes a field of this strategy with.
+    var hpack: HPACKIndexing {
+        switch self {
+        case .avoid: .nonIndexable
+        case .disallow: .neverIndexed
+        default: .indexable
+        }
     }
 }
 

@@ -1,13 +1,12 @@
 import HummingbirdCore
-import HummingbirdHTTP2
 import Logging
 import NIOCore
 
-/// Hummingbird's HTTP/1.1 channel and HTTP/2 channel serving one app: what every listener stacks
-/// under its optional PROXY header and TLS (`ListenerChannel`).
+/// Hummingbird's HTTP/1.1 channel and kbtd's HTTP/2 connection serving one app: what every listener
+/// stacks under its optional PROXY header and TLS (`ListenerChannel`).
 struct HTTPChannels: Sendable {
     let http1: HTTP1Channel
-    let http2: HTTP2Channel
+    let http2: HTTP2Connection
     /// The fast path, for the bytes handler in front of HTTP/1.1's decoder.
     let answers: CachedAnswers
 }
@@ -15,7 +14,8 @@ struct HTTPChannels: Sendable {
 extension KBTDApp {
     /// The handlers each request passes after Hummingbird's codec, on an HTTP/1.1 connection and on
     /// an h2 stream alike: the malformed-request answers and the slowloris deadlines see every
-    /// request and every answer, then the fast path answers cached heights (counted as `fast`).
+    /// request and every answer, then the fast path answers cached heights (counted as `fast`; on h2
+    /// only those `HTTP2FastAnswerHandler` left to a stream, such as a GET whose END_STREAM came in a DATA frame).
     /// An h2 stream also gets `EndStreamCoalescer` below the codec (END_STREAM on the answer's last frame).
     func requestHandlers(_ fast: FastAnswerProtocol, limits: ServerSettings.Limits) -> [any RemovableChannelHandler] {
         let streamFraming: [any RemovableChannelHandler] = fast == .h2 ? [EndStreamCoalescer.Installer()] : []
@@ -48,10 +48,11 @@ extension KBTDApp {
         connection.additionalChannelHandlers = { [self] in requestHandlers(.http1, limits: limits) }
         var stream = HTTP1Channel.Configuration(idleTimeout: nil)
         stream.additionalChannelHandlers = { [self] in requestHandlers(.h2, limits: limits) }
-        let idle = Duration.seconds(limits.idleTimeoutSeconds)
         return HTTPChannels(
             http1: HTTP1Channel(responder: responder, configuration: connection),
-            http2: HTTP2Channel(responder: responder, configuration: .init(idleTimeout: idle, streamConfiguration: stream)),
+            http2: HTTP2Connection(streamChannel: HTTP1Channel(responder: responder, configuration: stream), answers: answers,
+                                   idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
+                                   stallTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),
             answers: answers)
     }
 }

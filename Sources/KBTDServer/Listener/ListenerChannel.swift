@@ -1,5 +1,4 @@
 import HummingbirdCore
-import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -10,11 +9,12 @@ import NIOTLS
 /// What one accepted connection speaks, layer by layer: an optional PROXY
 /// protocol header, optional TLS (with ALPN choosing HTTP/2 or HTTP/1.1),
 /// then HTTP served by the one router. Every layer is the ecosystem's own
-/// (swift-nio-ssl, swift-nio-http2, Hummingbird's channels); this only
-/// stacks them, taking the TLS context current at accept time so a SIGHUP
+/// (swift-nio-ssl, swift-nio-http2, Hummingbird's HTTP/1.1 channel) but the h2
+/// connection's, which kbtd stacks from swift-nio-http2's parts (`HTTP2Connection`,
+/// for `HTTP2FastAnswerHandler`); this only stacks them, taking the TLS context current at accept time so a SIGHUP
 /// renewal reaches new connections while open ones keep theirs.
 struct ListenerChannel: ServerChildChannel {
-    typealias Negotiated = NIONegotiatedHTTPVersion<HTTP1Channel.Value, HTTP2Channel.Value>
+    typealias Negotiated = NIONegotiatedHTTPVersion<HTTP1Channel.Value, HTTP2Connection.Value>
 
     enum Value: ServerChildChannelValue {
         case http1(HTTP1Channel.Value)
@@ -32,7 +32,7 @@ struct ListenerChannel: ServerChildChannel {
     let http1: HTTP1Channel
     /// The thin path for cached answers, in front of HTTP/1.1's decoder.
     let answers: CachedAnswers
-    let http2: HTTP2Channel
+    let http2: HTTP2Connection
     /// nil: plain HTTP/1.1.
     let tls: TLSContextBox?
     let proxyProtocol: Bool
@@ -45,8 +45,8 @@ struct ListenerChannel: ServerChildChannel {
          metrics: ServerMetrics, handshakeTimeout: TimeAmount) {
         http1 = channels.http1
         answers = channels.answers
-        // Streams get the handlers HTTP/1.1 connections get, with the fast path counting under h2
-        // (`KBTDApp.channels`); HPACK, flow control and framing stay swift-nio-http2's.
+        // Cached heights are answered from the frames; other streams get the handlers HTTP/1.1
+        // connections get (`KBTDApp.channels`); HPACK, flow control and framing stay swift-nio-http2's.
         http2 = channels.http2
         self.tls = tls
         self.proxyProtocol = proxyProtocol

@@ -1,0 +1,115 @@
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP2
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP2
+
+/// An HTTP/2 connection (ALPN `h2` on a TLS listener), built by kbtd rather than by
+/// HummingbirdHTTP2's channel, whose multiplexer lives inside `NIOHTTP2Handler` and gives every
+/// stream a child channel and a task before anything can look at its frames. Here
+/// `NIOHTTP2Handler` runs in frame mode and the connection's pipeline is:
+///
+/// 1. `NIOHTTP2Handler`: framing, HPACK, flow control, stream states, SETTINGS and the DoS limits
+///    (swift-nio-http2's defaults, as HummingbirdHTTP2 sets them);
+/// 2. `NIOHTTP2ServerConnectionManagementHandler`: the idle timeout (`idle_timeout_seconds` without
+///    an open stream) and graceful shutdown (GOAWAY, then close once the streams are done);
+/// 3. `HTTP2FastAnswerHandler`: cached height answers straight from the frames, no stream channel;
+/// 4. `HTTP2StreamMultiplexer`: a child channel per other stream, with the stream handlers
+///    HummingbirdHTTP2 gives one (its HTTP/2 codec, kbtd's request handlers with `EndStreamCoalescer`,
+///    Hummingbird's connection-state handler), served by the router one task per stream as before;
+/// 5. `ConnectionEnd`: an error reaching the end, or the client closing its side, closes the
+///    connection, as HummingbirdHTTP2's connection manager does (after a connection error
+///    `NIOHTTP2Handler` has sent its GOAWAY).
+struct HTTP2Connection: Sendable {
+    typealias Stream = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+
+    struct Value: Sendable {
+        let channel: any Channel
+        /// The streams the router answers, as the multiplexer opens them; finished when the connection closes.
+        let streams: AsyncStream<Stream>
+    }
+
+    /// Serves one stream's request as Hummingbird's HTTP/1.1 channel serves a connection's (its responder,
+    /// its `additionalChannelHandlers` for the stream's pipeline).
+    let streamChannel: HTTP1Channel
+    let answers: CachedAnswers
+    /// How long a connection without an open stream stays; nil: for ever.
+    let idleTimeout: TimeAmount?
+    /// How long a cached answer may wait for the client's flow-control window before its stream is reset.
+    let stallTimeout: TimeAmount
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let (streams, opened) = AsyncStream.makeStream(of: Stream.self)
+            let configuration = NIOHTTP2Handler.Configuration()
+            let handlers = streamChannel.configuration.additionalChannelHandlers
+            let multiplexer = HTTP2StreamMultiplexer(
+                mode: .server, channel: channel, targetWindowSize: configuration.stream.targetWindowSize,
+                outboundBufferSizeHighWatermark: configuration.stream.outboundBufferSizeHighWatermark,
+                outboundBufferSizeLowWatermark: configuration.stream.outboundBufferSizeLowWatermark
+            ) { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    let pipeline = stream.pipeline.syncOperations
+                    try pipeline.addHandler(HTTP2FramePayloadToHTTPServerCodec())
+                    try pipeline.addHandlers(handlers())
+                    try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+                    opened.yield(try Stream(wrappingChannelSynchronously: stream))
+                }
+            }
+            let http2 = NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration.connection,
+                                        streamConfiguration: configuration.stream)
+            let manager = NIOHTTP2ServerConnectionManagementHandler(
+                eventLoop: channel.eventLoop,
+                configuration: .init(maxIdleTime: idleTimeout, maxAge: nil, maxGraceTime: nil, keepalive: nil))
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(http2)
+            try pipeline.addHandler(manager)
+            try pipeline.addHandler(HTTP2FastAnswerHandler(answers, stallTimeout: stallTimeout))
+            try pipeline.addHandler(multiplexer)
+            try pipeline.addHandler(ConnectionEnd())
+            // The connection was active before ALPN chose h2: replay that for the handlers after
+            // NIOHTTP2Handler (the manager starts its idle timer on it).
+            if channel.isActive {
+                try pipeline.addHandler(ReplayActive(), position: .after(http2))
+            }
+            channel.closeFuture.whenComplete { _ in opened.finish() }
+            return Value(channel: channel, streams: streams)
+        }
+    }
+
+    /// Serves the router's streams until the connection closes (its fast answers need nothing here).
+    func handle(value: Value, logger: Logger) async {
+        await withDiscardingTaskGroup { group in
+            for await stream in value.streams {
+                group.addTask { await streamChannel.handle(value: stream, logger: logger) }
+            }
+        }
+    }
+
+    /// Closes the connection on an error no handler took, and when the client closes its side.
+    final class ConnectionEnd: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = HTTP2Frame
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            context.close(promise: nil)
+        }
+
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if case .inputClosed? = event as? ChannelEvent {
+                context.close(promise: nil)
+            }
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// Fires `channelActive` to the handlers after it once, then leaves.
+    final class ReplayActive: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = HTTP2Frame
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            context.fireChannelActive()
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        }
+    }
+}

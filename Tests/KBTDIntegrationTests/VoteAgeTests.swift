@@ -235,7 +235,7 @@ struct VoteAgeRouteTests {
             #expect(height == 384 && samples == 1_800, "\(String(describing: height)) \(String(describing: samples))")
             await app.app.shutdown()
         }
-        let again = try InProcessApp(database: database)
+        let again = try await InProcessApp.reopened(database: database)
         let (height, samples) = try await answer(again)
         #expect(height == 384 && samples == 1_800)
     }

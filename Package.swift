@@ -35,6 +35,8 @@ let package = Package(
                        providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
+        // glibc's malloc.h, for the daemon's mmap threshold (kbtd serve).
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
         // The domain: batches, field rules and the intake, aggregation keys, histograms, the estimator. No I/O.
         .target(name: "KBTDCore", swiftSettings: strict),
@@ -79,7 +81,7 @@ let package = Package(
         ], swiftSettings: strict),
         // The command line: serve, stats, height, evaluate, export, report, reload, migrate (and help).
         .executableTarget(name: "kbtd", dependencies: [
-            "KBTDCore", "KBTDReport", "KBTDStore", "KBTDPostgres", "KBTDServer",
+            "KBTDCore", "KBTDReport", "KBTDStore", "KBTDPostgres", "KBTDServer", "CMalloc",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),

@@ -70,16 +70,7 @@ public enum BacktestFormatter {
 
     static func table(_ rows: [ChainBacktest.Row], chain: String) -> String {
         guard !rows.isEmpty else { return "no key has enough samples to evaluate\n" }
-        let all = [columns] + rows.map(cells)
-        let widths = columns.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
-        var out = ""
-        for (i, line) in all.enumerated() {
-            let padded = line.enumerated().map { column, cell in
-                let pad = String(repeating: " ", count: widths[column] - cell.count)
-                return column == 0 || i == 0 ? cell + pad : pad + cell
-            }
-            out += padded.joined(separator: "  ").trimmingTrailingSpaces() + "\n"
-        }
+        var out = TextTable.aligned(columns, rows.map(cells))
         out += "\(rows.reduce(0) { $0 + $1.cases }) answers (chain: \(chain)); errors in points against each key's own mode\n"
         return out
     }

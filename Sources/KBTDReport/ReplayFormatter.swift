@@ -95,28 +95,14 @@ public enum ReplayFormatter {
         return out
     }
 
-    static func aligned(_ columns: [String], _ rows: [[String]]) -> String {
-        let all = [columns] + rows
-        let widths = columns.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
-        var out = ""
-        for (i, line) in all.enumerated() {
-            let padded = line.enumerated().map { column, cell in
-                let pad = String(repeating: " ", count: widths[column] - cell.count)
-                return column == 0 || i == 0 ? cell + pad : pad + cell
-            }
-            out += padded.joined(separator: "  ").trimmingTrailingSpaces() + "\n"
-        }
-        return out
-    }
-
     static func table(_ result: Replay.Result, chain: String, resolution: ReplayTimeline.Resolution) -> String {
         guard result.steps > 0 else { return "nothing to replay: no counts with a release and a day (kbtd 0.x data only)\n" }
         var out = "changes (a key's height on a release differs from what its phones measured before; release-wide: the same change on "
             + "at least 3 models), by the basis that served the new height:\n"
         let rows = Replay.changeRows(result.changes)
-        out += rows.isEmpty ? "no change\n" : aligned(changeColumns, rows.map(changeCells))
+        out += rows.isEmpty ? "no change\n" : TextTable.aligned(changeColumns, rows.map(changeCells))
         out += "\nwhat the replayed phones were served, by basis:\n"
-        out += aligned(servedColumns, result.served.map(servedCells))
+        out += TextTable.aligned(servedColumns, result.served.map(servedCells))
         out += "\(result.scoredSamples) of \(result.samples) docked samples scored in \(result.steps) steps "
             + "(\(resolution == .batches ? "batch receipts, to the second" : "batch receipts where kept, else whole UTC days")); chain: \(chain)\n"
         return out

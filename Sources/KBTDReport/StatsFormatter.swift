@@ -94,19 +94,8 @@ public enum StatsFormatter {
 
     static func table(_ rows: [StatsRow]) -> String {
         guard !rows.isEmpty else { return "no samples stored yet\n" }
-        let body = rows.map(cells)
-        let all = [columns] + body
-        let widths = columns.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
         // Text columns align left, numbers right.
-        let textColumns: Set<Int> = [0, 2, 3, 4]
-        var out = ""
-        for (i, line) in all.enumerated() {
-            let padded = line.enumerated().map { column, cell in
-                let pad = String(repeating: " ", count: widths[column] - cell.count)
-                return textColumns.contains(column) || i == 0 ? cell + pad : pad + cell
-            }
-            out += padded.joined(separator: "  ").trimmingTrailingSpaces() + "\n"
-        }
+        var out = TextTable.aligned(columns, rows.map(cells), leftColumns: [0, 2, 3, 4])
         let total = rows.reduce(Int64(0)) { $0 + $1.samples }
         out += "\(rows.count) keys, \(total) samples\n"
         return out

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CMalloc
 import Foundation
 import KBTDServer
 import KBTDStore
@@ -23,6 +24,7 @@ struct Serve: AsyncParsableCommand {
     var logLevel: String?
 
     func run() async throws {
+        Self.fixMallocMmapThreshold(environment: ProcessInfo.processInfo.environment)
         var flags: [String: String] = [:]
         if !listen.isEmpty { flags["listen"] = listen.joined(separator: ",") }
         if let unix { flags["unix_socket"] = unix }
@@ -48,6 +50,16 @@ struct Serve: AsyncParsableCommand {
             logger.critical("kbtd failed: \(error)", metadata: ["exit_code": "\(code)"])
             throw ExitCode(code)
         }
+    }
+
+    /// glibc raises its mmap threshold (up to 32 MiB) whenever a large block is freed, so the
+    /// index's arrays, grown by copying as keys arrive, end up on the heap, and the copies they
+    /// leave behind stay resident: about 14 MiB of 105 at 100,000 keys (BENCHMARKS.md, "Fresh
+    /// answers within the memory targets"). A fixed 256 KiB threshold keeps large blocks on their own mappings, returned to
+    /// the system when freed. An operator's `GLIBC_TUNABLES` wins.
+    static func fixMallocMmapThreshold(environment: [String: String]) {
+        guard environment["GLIBC_TUNABLES"] == nil else { return }
+        _ = kbtd_set_mmap_threshold(256 * 1024)
     }
 
     /// Documented exit codes (docs/command-line.md, "Exit codes"; sysexits.h) for what stops the daemon.

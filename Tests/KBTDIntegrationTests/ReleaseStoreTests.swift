@@ -119,14 +119,7 @@ struct ReleaseRouteTests {
         }
         do {
             let app = try InProcessApp(database: database)
-            for model in models {
-                let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
-                for (os, height, count) in [("26.1", old, 150), ("26.2", old + 4, 40)] {
-                    let samples = shows(count, height: height, language: "ja-JP") + shows(30, height: ReleaseFleet.base(model))
-                    let response = try await app.post(gzip(batchBody(model: model, os: os, samples: samples)), encoding: "gzip")
-                    #expect(response.status == 202, "\(response.text)")
-                }
-            }
+            try await postReleaseShift(to: app, models: models)
             try await expectAnswers(app)
             await app.app.shutdown()
         }
@@ -143,14 +136,7 @@ struct ReleaseExportTests {
     @Test func theExportCarriesReleaseAnswersAndTheClientPicksItsOwn() async throws {
         let app = try InProcessApp()
         let models = Array(ReleaseFleet.models.prefix(3))
-        for model in models {
-            let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
-            for (os, height, count) in [("26.1", old, 150), ("26.2", old + 4, 40)] {
-                let samples = shows(count, height: height, language: "ja-JP") + shows(30, height: ReleaseFleet.base(model))
-                let response = try await app.post(gzip(batchBody(model: model, os: os, samples: samples)), encoding: "gzip")
-                #expect(response.status == 202, "\(response.text)")
-            }
-        }
+        try await postReleaseShift(to: app, models: models)
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("kbtd-heights.json")
@@ -231,5 +217,18 @@ struct ReleasePostgresMigrationTests {
         _ = try await store.commit([releaseBatch("n", os: "26.2", height: 384, count: 300, receivedAt: 2_000)])
         let after = try await store.loadCounts()
         #expect(after.heights.values.reduce(0, +) == 1_800 && after.releases.values.map(\.samples).reduce(0, +) == 300)
+    }
+}
+
+/// Posts, for each model, 150 ja-JP samples of its old height on 26.1 and 40 of 4 pt more on 26.2
+/// (plus 30 en-US samples of its base height on each): a point release that moved ja-JP.
+func postReleaseShift(to app: InProcessApp, models: [String]) async throws {
+    for model in models {
+        let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+        for (os, height, count) in [("26.1", old, 150), ("26.2", old + 4, 40)] {
+            let samples = shows(count, height: height, language: "ja-JP") + shows(30, height: ReleaseFleet.base(model))
+            let response = try await app.post(gzip(batchBody(model: model, os: os, samples: samples)), encoding: "gzip")
+            #expect(response.status == 202, "\(response.text)")
+        }
     }
 }

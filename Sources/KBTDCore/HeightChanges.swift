@@ -90,12 +90,7 @@ extension HeightIndex {
     public func dayVoteEntries(of key: SeriesKey) -> [(day: Int, halfPoints: Int, votes: Int64)] {
         guard let slot = slot(key) else { return [] }
         var entries: [(day: Int, halfPoints: Int, votes: Int64)] = []
-        var position = lists(of: slot).dayVotes
-        while position != Self.noEntry {
-            let entry = dayVotePool[Int(position)]
-            entries.append((Int(entry.day), Int(entry.halfPoints), Int64(entry.votes)))
-            position = entry.next
-        }
+        forEachDayVote(ofSlot: slot) { entries.append((Int($0.day), Int($0.halfPoints), Int64($0.votes))) }
         return entries
     }
 }

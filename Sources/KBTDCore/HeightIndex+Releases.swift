@@ -105,27 +105,26 @@ extension HeightIndex {
 
     /// (key, release) entries held (the release dimension's size).
     public var releaseCount: Int {
-        seriesSlots.values.reduce(0) { total, slot in
-            var count = 0
-            var position = lists(of: slot).releases
-            while position != Self.noEntry {
-                count += 1
-                position = releasePool[Int(position)].next
-            }
-            return total + count
-        }
+        var count = 0
+        for slot in seriesSlots.values { forEachRelease(ofSlot: slot) { _ in count += 1 } }
+        return count
     }
 
     /// The key's stats per OS release of its major, ascending by minor.
     public func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)] {
         guard let slot = slot(key) else { return [] }
         var found: [(minor: Int, stats: ReleaseStats)] = []
+        forEachRelease(ofSlot: slot) { found.append((Int($0.minor), $0.stats)) }
+        return found.sorted { $0.minor < $1.minor }
+    }
+
+    /// Calls `body` with each of the slot's release entries, in list order.
+    func forEachRelease(ofSlot slot: UInt32, _ body: (ReleaseEntry) -> Void) {
         var position = lists(of: slot).releases
         while position != Self.noEntry {
             let entry = releasePool[Int(position)]
-            found.append((Int(entry.minor), entry.stats))
+            body(entry)
             position = entry.next
         }
-        return found.sorted { $0.minor < $1.minor }
     }
 }

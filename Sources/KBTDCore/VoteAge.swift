@@ -146,14 +146,21 @@ extension HeightIndex {
         seriesSlots.values.reduce(0) { $0 + (lists(of: $1).dayVotes == Self.noEntry ? 0 : 1) }
     }
 
-    /// The key's votes from UTC day `sinceDay` on (nil when it has none).
-    func dayVotes(ofSlot slot: UInt32, sinceDay: Int) -> CountHistogram? {
-        var votes = CountHistogram()
+    /// Calls `body` with each of the slot's per-day entries, in list order.
+    func forEachDayVote(ofSlot slot: UInt32, _ body: (DayVotes) -> Void) {
         var position = lists(of: slot).dayVotes
         while position != Self.noEntry {
             let entry = dayVotePool[Int(position)]
-            if Int(entry.day) >= sinceDay { votes.add(Int(entry.halfPoints), Int64(entry.votes)) }
+            body(entry)
             position = entry.next
+        }
+    }
+
+    /// The key's votes from UTC day `sinceDay` on (nil when it has none).
+    func dayVotes(ofSlot slot: UInt32, sinceDay: Int) -> CountHistogram? {
+        var votes = CountHistogram()
+        forEachDayVote(ofSlot: slot) { entry in
+            if Int(entry.day) >= sinceDay { votes.add(Int(entry.halfPoints), Int64(entry.votes)) }
         }
         return votes.total > 0 ? votes : nil
     }

@@ -40,15 +40,17 @@ public struct LanguageKey: Hashable, Sendable {
 /// Every model, language and keyboard-type string the index holds, once each,
 /// numbered; and the OS majors, numbered the same way. Keys of the index are
 /// made of these numbers, so a million keys do not hold a million copies of
-/// "iPhone17,1".
-struct IndexStrings: Sendable {
+/// "iPhone17,1". The SQLite writer's `IndexedKeys` holds its keys' strings the same way.
+public struct IndexStrings: Sendable {
     private var ids: [String: UInt32] = [:]
     private var strings: [String] = []
     private var osIDs: [Int: UInt32] = [:]
     private var osMajors: [Int] = []
 
+    public init() {}
+
     /// The number of `string`, adding it when new.
-    mutating func intern(_ string: String) -> UInt32 {
+    public mutating func intern(_ string: String) -> UInt32 {
         if let id = ids[string] { return id }
         let id = UInt32(strings.count)
         strings.append(string)
@@ -68,7 +70,7 @@ struct IndexStrings: Sendable {
     func id(_ string: String) -> UInt32? { ids[string] }
     func id(os: Int) -> UInt32? { osIDs[os] }
 
-    subscript(id: UInt32) -> String { strings[Int(id)] }
+    public subscript(id: UInt32) -> String { strings[Int(id)] }
     subscript(os id: UInt32) -> Int { osMajors[Int(id)] }
     /// OS majors interned (ids are 0..<osCount).
     var osCount: Int { osMajors.count }

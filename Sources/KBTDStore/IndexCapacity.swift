@@ -56,8 +56,7 @@ public struct IndexedKeys: Sendable {
 
     private var entries: [UInt64: Compact] = [:]
     /// Model, language and keyboard-type strings, each held once.
-    private var names: [String] = []
-    private var nameIDs: [String: UInt32] = [:]
+    private var names = IndexStrings()
     /// At most the weakest support in the index (exact after each scan; supports only grow in between).
     private var floor: KeySupport?
 
@@ -78,16 +77,9 @@ public struct IndexedKeys: Sendable {
         return true
     }
 
-    private mutating func name(_ string: String) -> UInt32 {
-        if let id = nameIDs[string] { return id }
-        names.append(string)
-        nameIDs[string] = UInt32(names.count - 1)
-        return UInt32(names.count - 1)
-    }
-
     private mutating func compact(_ key: SeriesKey, _ support: KeySupport) -> Compact {
         // `FieldRules` keeps an OS major to 4 digits and `key_sources` a key's sources to 8.
-        Compact(model: name(key.model), language: name(key.language), keyboardType: name(key.keyboardType),
+        Compact(model: names.intern(key.model), language: names.intern(key.language), keyboardType: names.intern(key.keyboardType),
                 osMajor: Int32(clamping: key.osMajor), lastSeenDay: support.lastSeenDay,
                 sources: UInt8(clamping: support.sources), trusted: support.trusted, portrait: key.orientation == .portrait)
     }
@@ -97,8 +89,8 @@ public struct IndexedKeys: Sendable {
     }
 
     private func entry(_ entry: Compact) -> Entry {
-        Entry(key: SeriesKey(model: names[Int(entry.model)], osMajor: Int(entry.osMajor), language: names[Int(entry.language)],
-                             orientation: entry.portrait ? .portrait : .landscape, keyboardType: names[Int(entry.keyboardType)]),
+        Entry(key: SeriesKey(model: names[entry.model], osMajor: Int(entry.osMajor), language: names[entry.language],
+                             orientation: entry.portrait ? .portrait : .landscape, keyboardType: names[entry.keyboardType]),
               support: Self.support(entry))
     }
 

@@ -30,8 +30,15 @@ public struct ReleaseCount: Sendable, Equatable {
         self.votes = votes
     }
 
+    /// No samples and no votes: the start of a sum (`counts[bin, default: .zero] += count`).
+    public static let zero = ReleaseCount(samples: 0, votes: 0)
+
     public static func + (a: Self, b: Self) -> Self {
         ReleaseCount(samples: a.samples + b.samples, votes: a.votes + b.votes)
+    }
+
+    public static func += (a: inout Self, b: Self) {
+        a = a + b
     }
 }
 
@@ -53,11 +60,11 @@ extension AggregateDelta {
         guard let minor = FieldRules.osMinor(os) else { return }
         for (key, count) in heights where key.placement == .docked {
             releases[ReleaseBin(series: key.series, minor: minor, halfPoints: key.halfPoints),
-                     default: ReleaseCount(samples: 0, votes: 0)].samples += count
+                     default: .zero].samples += count
         }
         for (key, count) in votes {
             releases[ReleaseBin(series: key.series, minor: minor, halfPoints: key.halfPoints),
-                     default: ReleaseCount(samples: 0, votes: 0)].votes += count
+                     default: .zero].votes += count
         }
     }
 }

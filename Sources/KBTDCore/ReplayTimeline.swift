@@ -155,9 +155,7 @@ public struct ReplayTimeline: Sendable {
                 let votes = Self.apportion(cell.count.votes, by: weights[r])
                 for (i, share) in shares.enumerated() where samples[i] > 0 || votes[i] > 0 {
                     let key = PieceKey(cell: ReplayCell(series: series, minor: cell.minor), day: share.day)
-                    pieces[key, default: [:]][seriesBin.halfPoints, default: ReleaseCount(samples: 0, votes: 0)]
-                        = pieces[key, default: [:]][seriesBin.halfPoints, default: ReleaseCount(samples: 0, votes: 0)]
-                        + ReleaseCount(samples: samples[i], votes: votes[i])
+                    pieces[key, default: [:]][seriesBin.halfPoints, default: .zero] += ReleaseCount(samples: samples[i], votes: votes[i])
                 }
             }
         }
@@ -202,10 +200,7 @@ public struct ReplayTimeline: Sendable {
                 var samples: Int64 = 0
                 for (half, count) in bins {
                     samples += count.samples
-                    delta.releases[ReleaseBin(series: series, minor: piece.cell.minor, halfPoints: half),
-                                   default: ReleaseCount(samples: 0, votes: 0)] = delta.releases[ReleaseBin(
-                                       series: series, minor: piece.cell.minor, halfPoints: half),
-                                       default: ReleaseCount(samples: 0, votes: 0)] + count
+                    delta.releases[ReleaseBin(series: series, minor: piece.cell.minor, halfPoints: half), default: .zero] += count
                     let docked = HeightCountKey(series: series, placement: .docked, halfPoints: half)
                     delta.heights[docked, default: 0] += count.samples
                     history.heights[docked, default: 0] -= count.samples

@@ -62,7 +62,7 @@ enum DeltaCoding {
             case ("r", 10):
                 guard let minor = Int(f[6]), let half = Int(f[7]), let samples = Int64(f[8]), let votes = Int64(f[9]) else { continue }
                 let bin = ReleaseBin(series: series, minor: minor, halfPoints: half)
-                delta.releases[bin] = (delta.releases[bin] ?? ReleaseCount(samples: 0, votes: 0)) + ReleaseCount(samples: samples, votes: votes)
+                delta.releases[bin, default: .zero] += ReleaseCount(samples: samples, votes: votes)
             case ("d", 9):
                 guard let day = Int(f[6]), let half = Int(f[7]), let count = Int64(f[8]) else { continue }
                 delta.dayVotes[DayVoteBin(series: series, day: day, halfPoints: half), default: 0] += count

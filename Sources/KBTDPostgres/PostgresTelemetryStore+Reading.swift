@@ -61,10 +61,8 @@ extension PostgresTelemetryStore {
             "SELECT \(columns), os_minor, height_bin, samples, votes FROM release_counts")
             .decode((String, Int, String, String, String, Int, Double, Int, Int).self) {
             guard let key = series(m, o, l, r, k) else { continue }
-            delta.releases[ReleaseBin(series: key, minor: minor, halfPoints: HeightBin.halfPoints(bin)),
-                           default: ReleaseCount(samples: 0, votes: 0)] = delta.releases[
-                ReleaseBin(series: key, minor: minor, halfPoints: HeightBin.halfPoints(bin)),
-                default: ReleaseCount(samples: 0, votes: 0)] + ReleaseCount(samples: Int64(samples), votes: Int64(votes))
+            delta.releases[ReleaseBin(series: key, minor: minor, halfPoints: HeightBin.halfPoints(bin)), default: .zero]
+                += ReleaseCount(samples: Int64(samples), votes: Int64(votes))
         }
         for try await (m, o, l, r, k, day, bin, votes) in try await rows("SELECT \(columns), day, height_bin, votes FROM day_votes")
             .decode((String, Int, String, String, String, Int, Double, Int).self) {

@@ -21,8 +21,7 @@ extension SQLiteTelemetryStore {
     /// One `release_counts` row (key columns, then os_minor, height_bin, samples, votes).
     static func addRelease(_ row: SQLiteRow, _ key: SeriesKey, to delta: inout AggregateDelta) {
         let bin = ReleaseBin(series: key, minor: Int(row.int(5)), halfPoints: HeightBin.halfPoints(row.double(6)))
-        delta.releases[bin, default: ReleaseCount(samples: 0, votes: 0)] = delta.releases[bin, default: ReleaseCount(samples: 0, votes: 0)]
-            + ReleaseCount(samples: row.int(7), votes: row.int(8))
+        delta.releases[bin, default: .zero] += ReleaseCount(samples: row.int(7), votes: row.int(8))
     }
 }
 

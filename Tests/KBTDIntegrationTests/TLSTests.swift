@@ -114,6 +114,64 @@ struct TLSTests {
         #expect(metrics.contains("kbtd_http_requests_total{route=\"/v1/height\",status=\"200\"} 2"))
     }
 
+    /// A phone's one-request h2 connection that ends with a TCP FIN (no close_notify, as most clients
+    /// end): its answer arrives whole, and kbtd closes the socket without sealing a close_notify of its
+    /// own after the client's end (nginx neither): the client reads end-of-stream, no alert record.
+    @Test func anH2ConnectionEndedByTheClientIsClosedWithoutAnAlert() throws {
+        let (daemon, pair) = try Self.tlsDaemon()
+        let script = daemon.directory.appendingPathComponent("fin.py").path
+        try Self.finScript.write(toFile: script, atomically: true, encoding: .utf8)
+        let run = try spawnAndWait("/usr/bin/env", ["python3", script, String(daemon.port), pair.ca], timeout: 60)
+        #expect(run.status == 0, "\(run.stderr)")
+        let result = try JSONParser.parse(Array(run.stdout.utf8))
+        #expect(result["status_ok"] == .bool(true), "\(run.stdout)")
+        #expect(result["after_fin_bytes"] == .number(0), "bytes after the client's FIN (24: a close_notify record): \(run.stdout)")
+    }
+
+    /// h2 by hand (preface, empty SETTINGS, one HEADERS), then `shutdown(SHUT_WR)` on the TCP socket
+    /// without close_notify (Python's `SSLSocket.shutdown` leaves TLS), then the raw bytes until EOF.
+    static let finScript = #"""
+import json, socket, ssl, struct, sys
+port, ca = int(sys.argv[1]), sys.argv[2]
+def connect(alpn):
+    context = ssl.create_default_context(cafile=ca)
+    context.check_hostname = False
+    context.set_alpn_protocols([alpn])
+    tls = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=20))
+    assert tls.selected_alpn_protocol() == alpn, tls.selected_alpn_protocol()
+    return tls
+def raw_until_eof(tls):
+    data = b""
+    while True:
+        chunk = socket.socket.recv(tls, 4096)
+        if not chunk:
+            return data
+        data += chunk
+tls = connect("h2")
+path, authority = b"/v1/heights?model=iPhone17,1", b"127.0.0.1"
+block = b"\x82\x87" + bytes([0x04, len(path)]) + path + bytes([0x01, len(authority)]) + authority
+tls.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+            + struct.pack(">I", len(block))[1:] + b"\x01\x05" + struct.pack(">I", 1) + block)
+buffer, ok, done = b"", False, False
+while not done:
+    chunk = tls.recv(65536)
+    if not chunk:
+        break
+    buffer += chunk
+    while len(buffer) >= 9 and len(buffer) >= 9 + int.from_bytes(buffer[0:3], "big"):
+        length = int.from_bytes(buffer[0:3], "big")
+        kind, flags, stream = buffer[3], buffer[4], int.from_bytes(buffer[5:9], "big") & 0x7FFFFFFF
+        payload, buffer = buffer[9:9 + length], buffer[9 + length:]
+        if kind == 1 and stream == 1:
+            ok = payload[:1] == b"\x88"
+        if stream == 1 and kind in (0, 1) and flags & 1:
+            done = True
+tls.shutdown(socket.SHUT_WR)
+after = raw_until_eof(tls)
+tls.close()
+print(json.dumps({"status_ok": ok and done, "after_fin_bytes": len(after)}))
+"""#
+
     /// Many streams in flight on one h2 connection (curl --parallel), cached heights answered from the
     /// frames (`HTTP2FastAnswerHandler`) between streams the router serves: every answer right, the
     /// heights byte for byte the HTTP/1.1 answer, the 304s bodiless, each fast answer counted once.

@@ -121,6 +121,75 @@ struct HTTP2FrontTests {
                 "the frames' 304 and the router's")
     }
 
+    /// Eight cached GETs arriving in one read (a phone's burst) get eight complete answers, each
+    /// the router's bytes, and what goes to TLS is a few writes of at most a record's 16 KiB
+    /// (`FlushCoalescer`), not three writes (three records) an answer.
+    @Test func aBurstOfCachedAnswersReachesTLSInRecordSizedWrites() async throws {
+        let app = try InProcessApp()
+        let batch = try await app.post(gzip(batchBody(samples: shows(25, height: 336))), encoding: "gzip", from: "unix")
+        #expect(batch.status == 202, "\(batch.text)")
+        let path = "/v1/heights?model=iPhone17,1"
+        let routed = try await app.get(path)
+        #expect(routed.status == 200)
+        let link = try await Link(app)
+        defer { link.finish() }
+        let streams = Array(stride(from: 1, through: 15, by: 2))
+        for stream in streams {
+            let block = HPACKHeaders([(":method", "GET"), (":scheme", "https"), (":authority", "kbtd.test"), (":path", path)])
+            link.client.write(HTTP2Frame(streamID: HTTP2StreamID(stream), payload: .headers(.init(headers: block, endStream: true))),
+                              promise: nil)
+        }
+        link.client.flush()
+        var burst = ByteBuffer()
+        while var bytes = try link.client.readOutbound(as: ByteBuffer.self) { burst.writeBuffer(&bytes) }
+        try link.server.writeInbound(burst)  // one read, then its read-complete
+
+        var writes: [ByteBuffer] = []
+        while let bytes = try link.server.readOutbound(as: ByteBuffer.self) { writes.append(bytes) }
+        let total = writes.reduce(0) { $0 + $1.readableBytes }
+        #expect(total > streams.count * routed.body.count, "every answer's body went out")
+        #expect(writes.allSatisfy { $0.readableBytes <= FlushCoalescer.recordBytes }, "\(writes.map(\.readableBytes))")
+        #expect(writes.count <= 2 * ((total + FlushCoalescer.recordBytes - 1) / FlushCoalescer.recordBytes),
+                "record-sized writes, not three an answer: \(writes.map(\.readableBytes))")
+
+        for bytes in writes { try link.client.writeInbound(bytes) }
+        var heads: [HTTP2StreamID: HPACKHeaders] = [:], bodies: [HTTP2StreamID: [UInt8]] = [:], ended: Set<HTTP2StreamID> = []
+        while let frame = try link.client.readInbound(as: HTTP2Frame.self) {
+            switch frame.payload {
+            case .headers(let head):
+                heads[frame.streamID] = head.headers
+                if head.endStream { ended.insert(frame.streamID) }
+            case .data(let data):
+                if case .byteBuffer(let body) = data.data { bodies[frame.streamID, default: []] += Array(body.readableBytesView) }
+                if data.endStream { ended.insert(frame.streamID) }
+            default:
+                continue
+            }
+        }
+        for stream in streams.map({ HTTP2StreamID($0) }) {
+            #expect(heads[stream]?.first(name: ":status") == "200", "stream \(stream)")
+            #expect(bodies[stream] == routed.body, "stream \(stream): the router's bytes")
+            #expect(ended.contains(stream), "stream \(stream) ended")
+        }
+        #expect(try await app.metric("kbtd_fast_answers_total{protocol=\"h2\"}") == Double(streams.count))
+    }
+
+    /// The client's TCP end (input closed) closes the connection at once, writing nothing more (no TLS
+    /// close_notify would be sealed: the close does not pass TLS), after a request answered on an otherwise
+    /// idle connection got its whole answer.
+    @Test func theClientsEndClosesTheConnectionWithoutAnotherWrite() async throws {
+        let app = try InProcessApp()
+        let link = try await Link(app)
+        defer { link.finish() }
+        let answer = try link.get("/v1/heights?model=iPhone17,1", stream: 1)
+        #expect(answer.count == 2, "one request on an idle connection gets its HEADERS and DATA: \(answer)")
+        if case .data(let data)? = answer.last { #expect(data.endStream) }
+        link.server.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        link.server.embeddedEventLoop.run()
+        #expect(!link.server.isActive, "closed on the client's end")
+        #expect(try link.server.readOutbound(as: ByteBuffer.self) == nil, "nothing written after the client's end")
+    }
+
     /// A client that never opens its window gets the HEADERS frame, and the stream is reset once it
     /// has waited `idle_timeout_seconds` for the window (a virtual clock: the embedded loop's).
     @Test func anAnswerTheClientsWindowNeverAdmitsIsResetAfterTheIdleTimeout() async throws {

@@ -1,6 +1,7 @@
 import HTTPTypes
 import NIOCore
 import NIOHPACK
+import Prometheus
 import Synchronization
 
 /// One height answer as every path sends it: the reply, framed once (the response framer of the
@@ -24,9 +25,15 @@ struct RenderedAnswer: Sendable {
     /// `:status` and `fields` as an h2 HEADERS frame carries them, without `Date`: lower-case names and
     /// the indexing NIOHTTPTypesHTTP2 gives the same fields on a stream, so both h2 paths send one header list.
     var h2Head: HPACKHeaders
+    /// Its levels in `kbtd_height_answers_total` and its `kbtd_http_requests_total` series, looked up once
+    /// here rather than on every send.
+    var levels: ServerMetrics.AnswerLevels
+    var requests: Counter
 
-    /// Frames `reply`; `head` is the HTTP/1.1 rendering of `fields` unless given.
-    init(generation: UInt64, maxAge: Int, route: String, reply: HeightRoutes.Reply, head: [UInt8]? = nil) {
+    /// Frames `reply` and resolves its counters in `metrics`; `head` is the HTTP/1.1 rendering of `fields` unless given.
+    init(generation: UInt64, maxAge: Int, route: String, reply: HeightRoutes.Reply, metrics: ServerMetrics, head: [UInt8]? = nil) {
+        levels = metrics.levels(basis: reply.basis, bases: reply.bases)
+        requests = metrics.requests(route: route, status: reply.status.code)
         self.generation = generation
         self.maxAge = maxAge
         self.route = route

@@ -53,8 +53,8 @@ struct CachedAnswers: Sendable {
     /// Counts a fast answer as the router's path would (`kbtd_http_requests_total` as `MetricsMiddleware`,
     /// `kbtd_height_answers_total` as the route) and in `kbtd_fast_answers_total{protocol}`.
     func count(_ answer: RenderedAnswer, on fast: FastAnswerProtocol) {
-        routes.count(answer.reply)
-        routes.metrics.request(route: answer.route, status: answer.reply.status.code)
+        routes.count(answer)
+        answer.requests.increment()
         (fast == .h2 ? fastHTTP2 : fastHTTP1).increment()
     }
 

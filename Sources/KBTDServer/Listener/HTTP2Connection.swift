@@ -8,8 +8,10 @@ import NIOHTTPTypesHTTP2
 /// An HTTP/2 connection (ALPN `h2` on a TLS listener), built by kbtd rather than by
 /// HummingbirdHTTP2's channel, whose multiplexer lives inside `NIOHTTP2Handler` and gives every
 /// stream a child channel and a task before anything can look at its frames. Here
-/// `NIOHTTP2Handler` runs in frame mode and the connection's pipeline is:
+/// `NIOHTTP2Handler` runs in frame mode and the connection's pipeline (after TLS) is:
 ///
+/// 0. (before TLS) `ClientGone`: the client's TCP end closes the socket, no close_notify; then, after
+///    TLS, `FlushCoalescer`: the frames written between two flushes go to TLS as one write (fewer records);
 /// 1. `NIOHTTP2Handler`: framing, HPACK, flow control, stream states, SETTINGS and the DoS limits
 ///    (swift-nio-http2's defaults, as HummingbirdHTTP2 sets them);
 /// 2. `NIOHTTP2ServerConnectionManagementHandler`: the idle timeout (`idle_timeout_seconds` without
@@ -63,6 +65,8 @@ struct HTTP2Connection: Sendable {
                 eventLoop: channel.eventLoop,
                 configuration: .init(maxIdleTime: idleTimeout, maxAge: nil, maxGraceTime: nil, keepalive: nil))
             let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(ClientGone(), position: .first)
+            try pipeline.addHandler(FlushCoalescer())
             try pipeline.addHandler(http2)
             try pipeline.addHandler(manager)
             try pipeline.addHandler(HTTP2FastAnswerHandler(answers, stallTimeout: stallTimeout))
@@ -98,6 +102,26 @@ struct HTTP2Connection: Sendable {
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
             if case .inputClosed? = event as? ChannelEvent {
                 context.close(promise: nil)
+            }
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// First in the pipeline, before TLS: once the client has ended the TCP connection (its side
+    /// closed, with or without a TLS close_notify first), the socket is closed at once, as nginx does
+    /// (it sends no close_notify after the peer's EOF). Going through TLS instead would seal a
+    /// close_notify alert nobody reads, write it (usually into a reset socket) and wait on a shutdown
+    /// timer, and the ragged EOF would travel the pipeline as an error (BENCHMARKS.md, "Kept-alive h2:
+    /// fewer TLS records", has the profile).
+    /// An h2 client has no use for a half-closed connection (`ConnectionEnd` closed it on that
+    /// event already); HTTP/1.1 connections keep half-closure.
+    final class ClientGone: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = ByteBuffer
+
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if case .inputClosed? = event as? ChannelEvent {
+                context.close(promise: nil)
+                return
             }
             context.fireUserInboundEventTriggered(event)
         }

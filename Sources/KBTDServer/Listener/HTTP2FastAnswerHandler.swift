@@ -78,9 +78,21 @@ final class HTTP2FastAnswerHandler: ChannelInboundHandler, RemovableChannelHandl
         context.fireChannelReadComplete()
     }
 
+    /// The events of a stream answered here (its creation, window changes, its close) stop here, as its
+    /// later frames do: the multiplexer has no channel for it (the connection manager, before this
+    /// handler, has counted it open and closed).
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let closed = event as? StreamClosedEvent, !answered.isEmpty {
-            answered.remove(closed.streamID)
+        if !answered.isEmpty {
+            switch event {
+            case let closed as StreamClosedEvent:
+                if answered.remove(closed.streamID) != nil { return }
+            case let created as NIOHTTP2StreamCreatedEvent:
+                if answered.contains(created.streamID) { return }
+            case let window as NIOHTTP2WindowUpdatedEvent:
+                if window.streamID != .rootStream && answered.contains(window.streamID) { return }
+            default:
+                break
+            }
         }
         context.fireUserInboundEventTriggered(event)
     }

@@ -72,9 +72,7 @@ public final class ServerMetrics: Sendable {
     }
 
     func request(route: String, status: Int) {
-        counter("r|\(route)|\(status)") {
-            registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))])
-        }.increment()
+        requests(route: route, status: status).increment()
     }
 
     /// Height answers the fast path sent without the router, by protocol (`http/1.1`, `h2`);
@@ -93,18 +91,42 @@ public final class ServerMetrics: Sendable {
         }.increment()
     }
 
-    func heightAnswer(basis: EstimateBasis) {
-        answers.withLock { $0.single[basis, default: 0] += 1 }
-        answerCounter("/v1/height", basis).increment()
+    /// What one sent answer adds to `kbtd_height_answers_total` and to the dashboard's counts by
+    /// level, resolved once when the answer is rendered (`levels(basis:bases:)`), so that sending it
+    /// again costs an increment per level present rather than a tally and a counter look-up each.
+    struct AnswerLevels: Sendable {
+        /// `/v1/height`'s one level.
+        fileprivate var single: (basis: EstimateBasis, counter: Counter)?
+        /// `/v1/heights`' levels with how many of its estimates each answered.
+        fileprivate var model: [(basis: EstimateBasis, count: Int64, counter: Counter)] = []
     }
 
-    /// The estimates of one `/v1/heights` answer (or 304), one count each.
-    func heightEstimates(_ bases: [EstimateBasis]) {
-        guard !bases.isEmpty else { return }
+    /// The levels of an answer: `basis` for a `/v1/height` answer (200 and 304), each of `bases` for a `/v1/heights` one.
+    func levels(basis: EstimateBasis?, bases: [EstimateBasis]) -> AnswerLevels {
+        var levels = AnswerLevels()
+        if let basis { levels.single = (basis, answerCounter("/v1/height", basis)) }
         var tally: [EstimateBasis: Int64] = [:]
         for basis in bases { tally[basis, default: 0] += 1 }
-        answers.withLock { $0.model.merge(tally, uniquingKeysWith: +) }
-        for (basis, count) in tally { answerCounter("/v1/heights", basis).increment(by: count) }
+        levels.model = tally.map { ($0.key, $0.value, answerCounter("/v1/heights", $0.key)) }
+        return levels
+    }
+
+    /// Counts one answer sent with these levels.
+    func count(_ levels: AnswerLevels) {
+        guard levels.single != nil || !levels.model.isEmpty else { return }
+        answers.withLock { answers in
+            if let single = levels.single { answers.single[single.basis, default: 0] += 1 }
+            for level in levels.model { answers.model[level.basis, default: 0] += level.count }
+        }
+        levels.single?.counter.increment()
+        for level in levels.model { level.counter.increment(by: level.count) }
+    }
+
+    /// `kbtd_http_requests_total{route, status}`, for a caller that keeps it (a rendered answer).
+    func requests(route: String, status: Int) -> Counter {
+        counter("r|\(route)|\(status)") {
+            registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))])
+        }
     }
 
     private func answerCounter(_ route: String, _ basis: EstimateBasis) -> Counter {

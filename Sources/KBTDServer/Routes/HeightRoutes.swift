@@ -54,7 +54,7 @@ struct HeightRoutes: Sendable {
             let answer = try rendered(route: route, key: query, ifNoneMatch: request.headers[.ifNoneMatch]) {
                 request.uri.queryParameters
             }
-            count(answer.reply)
+            count(answer)
             guard let body = answer.body else { return Response(status: answer.reply.status, headers: answer.fields) }
             return Response(status: answer.reply.status, headers: answer.fields, body: .init(byteBuffer: body))
         } catch {
@@ -73,7 +73,7 @@ struct HeightRoutes: Sendable {
         let maxAge = settings.current.cacheMaxAge
         if let hit = answers.entry(key, generation: generation, maxAge: maxAge) { return hit }
         let reply = try self.reply(path: route, query: parameters(), ifNoneMatch: ifNoneMatch)
-        let answer = RenderedAnswer(generation: generation, maxAge: maxAge, route: route, reply: reply)
+        let answer = RenderedAnswer(generation: generation, maxAge: maxAge, route: route, reply: reply, metrics: metrics)
         answers.store(answer, key: key)
         return answer
     }
@@ -88,9 +88,8 @@ struct HeightRoutes: Sendable {
     }
 
     /// Counts an answer's levels in `kbtd_height_answers_total`, once per answer sent.
-    func count(_ reply: Reply) {
-        if let basis = reply.basis { metrics.heightAnswer(basis: basis) }
-        metrics.heightEstimates(reply.bases)
+    func count(_ answer: RenderedAnswer) {
+        metrics.count(answer.levels)
     }
 
     /// The answer to `path` (one of `paths`, exactly: callers pass the route they matched)

@@ -37,7 +37,7 @@ extension PostgresTelemetryStore {
         var arrays = KeyArrays()
         doomed.forEach { arrays.append($0) }
         for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                      "key_sources", "release_counts", "day_votes", "keys"] {
+                      "key_sources", "release_counts", "release_sources", "day_votes", "keys"] {
             let d = SQLBinds()
             try await connection.query(d.query("""
                 DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(d))))
@@ -48,8 +48,17 @@ extension PostgresTelemetryStore {
 
     /// In slices of 5,000 rows, skipping rows a commit holds (never waiting on one, so never
     /// deadlocking with a node's commit): a skipped row retires at the next pass.
+    /// A release's sources (`release_sources`) retire by the same rule; the count returned is the keys'.
     public func retireSources(seenBefore cutoff: Int64) async throws -> Int {
+        let retired = try await retireSources(in: "key_sources", keyColumns: PostgresSQL.keyColumns, seenBefore: cutoff)
+        _ = try await retireSources(in: "release_sources", keyColumns: PostgresSQL.keyColumns + ", os_minor", seenBefore: cutoff)
+        return retired
+    }
+
+    private func retireSources(in table: String, keyColumns: String, seenBefore cutoff: Int64) async throws -> Int {
         let database = self.database
+        let match = keyColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { "k.\($0) = d.\($0)" }.joined(separator: " AND ")
         var total = 0
         while true {
             let retired = try await database.withConnection { connection in
@@ -57,13 +66,12 @@ extension PostgresTelemetryStore {
                 var count = 0
                 for try await value in try await connection.query(b.query("""
                     WITH doomed AS (
-                        SELECT model, os_major, language, orientation, keyboard_type, source FROM key_sources
+                        SELECT \(keyColumns), source FROM \(table)
                         WHERE source > 0 AND COALESCE(seen_at, 0) < \(b(Int(cutoff)))
                         LIMIT 5000 FOR UPDATE SKIP LOCKED),
                     retired AS (
-                        UPDATE key_sources k SET source = \(PostgresSQL.retiredSource), seen_at = NULL FROM doomed d
-                        WHERE k.model = d.model AND k.os_major = d.os_major AND k.language = d.language
-                          AND k.orientation = d.orientation AND k.keyboard_type = d.keyboard_type AND k.source = d.source
+                        UPDATE \(table) k SET source = \(PostgresSQL.retiredSource), seen_at = NULL FROM doomed d
+                        WHERE \(match) AND k.source = d.source
                         RETURNING 1)
                     SELECT COUNT(*)::bigint FROM retired
                     """), logger: database.logger).decode(Int.self) {
@@ -126,7 +134,7 @@ extension PostgresTelemetryStore {
             guard pruneDays else { return removed }
             var latest: Int?
             for try await day in try await connection.query("""
-                SELECT MAX(day)::bigint FROM day_votes WHERE \(unescaped: Self.admittedFilter.sql ?? "TRUE")
+                SELECT MAX(day)::bigint FROM day_votes WHERE \(Self.admittedFilter.sql ?? "TRUE")
                 """, logger: database.logger).decode(Int?.self) {
                 latest = day
             }

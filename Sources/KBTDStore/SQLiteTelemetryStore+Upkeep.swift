@@ -28,7 +28,7 @@ extension SQLiteTelemetryStore {
                 if let key = Self.series(row) { doomed.append(key) }
             }
             for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                          "key_sources", "release_counts", "day_votes", "keys"] {
+                          "key_sources", "release_counts", "release_sources", "day_votes", "keys"] {
                 let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
                 for key in doomed { try delete.run(Self.keyValues(key)) }
             }
@@ -39,11 +39,19 @@ extension SQLiteTelemetryStore {
     }
 
     public func retireSources(seenBefore cutoff: Int64) throws -> Int {
-        try statement("""
-            UPDATE key_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
-            WHERE source > 0 AND COALESCE(seen_at, 0) < ?
-            """).run([.int(cutoff)])
-        return db.changes
+        try db.inTransaction(.immediate) {
+            try statement("""
+                UPDATE key_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
+                WHERE source > 0 AND COALESCE(seen_at, 0) < ?
+                """).run([.int(cutoff)])
+            let retired = db.changes
+            // A release's sources age as its key's do (each keeps its count of distinct sources).
+            try statement("""
+                UPDATE release_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
+                WHERE source > 0 AND COALESCE(seen_at, 0) < ?
+                """).run([.int(cutoff)])
+            return retired
+        }
     }
 
     public func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {

@@ -134,7 +134,7 @@ extension PostgresTelemetryStore {
             guard pruneDays else { return removed }
             var latest: Int?
             for try await day in try await connection.query("""
-                SELECT MAX(day)::bigint FROM day_votes WHERE \(Self.admittedFilter.sql ?? "TRUE")
+                SELECT MAX(day)::bigint FROM day_votes WHERE \(unescaped: Self.admittedFilter.sql ?? "TRUE")
                 """, logger: database.logger).decode(Int?.self) {
                 latest = day
             }

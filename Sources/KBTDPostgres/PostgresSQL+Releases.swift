@@ -21,8 +21,9 @@ extension PostgresSQL {
     }
 
     /// Which sources reported each (key, release) (`release_sources`, schema v11): up to 8 per
-    /// (key, release), as `insertKeySources` per key. Returns the rows it added (what the
-    /// index counts, `ReleaseSupport`): key columns, os_minor, source.
+    /// (key, release), as `insertKeySources` per key; a row already there is not touched (its
+    /// `seen_at` is the first report; it retires with its key's row). Returns the rows it added
+    /// (what the index counts, `ReleaseSupport`): key columns, os_minor, source.
     static func insertReleaseSources(_ rows: [(ReleaseKey, SourceID)], seenAt: Int64) -> PostgresQuery {
         var keys = KeyArrays(), minors: [Int] = [], sources: [Int] = [], seen: [Int] = []
         for (key, source) in rows {
@@ -40,23 +41,6 @@ extension PostgresSQL {
                    AND s.os_minor = u.os_minor AND s.source <> u.source) < 8
             ON CONFLICT (\(keyColumns), os_minor, source) DO NOTHING
             RETURNING \(keyColumns), os_minor, source
-            """
-        return b.query(sql)
-    }
-
-    /// Moves on the last-seen time of the network hashes among `rows` already in `release_sources`.
-    static func touchReleaseSources(_ rows: [(ReleaseKey, SourceID)], seenAt: Int64) -> PostgresQuery {
-        var keys = KeyArrays(), minors: [Int] = [], sources: [Int] = []
-        for (key, source) in rows where source.isNetworkHash {
-            keys.append(key.series); minors.append(key.minor); sources.append(Int(Int64(bitPattern: source.value)))
-        }
-        let b = SQLBinds()
-        let sql = """
-            UPDATE release_sources s SET seen_at = GREATEST(s.seen_at, \(b(Int(seenAt))))
-            FROM unnest(\(keys.unnestArguments(b)), \(b(minors))::int[], \(b(sources))::bigint[])
-                AS u(model, os_major, language, orientation, keyboard_type, os_minor, source)
-            WHERE s.model = u.model AND s.os_major = u.os_major AND s.language = u.language AND s.orientation = u.orientation
-              AND s.keyboard_type = u.keyboard_type AND s.os_minor = u.os_minor AND s.source = u.source
             """
         return b.query(sql)
     }

@@ -176,9 +176,6 @@ extension PostgresTelemetryStore {
                 guard let key = series(m, o, l, r, k) else { continue }
                 added[ReleaseKey(series: key, minor: minor), default: []].insert(SourceID(UInt64(bitPattern: Int64(source))))
             }
-            if rows.contains(where: { $0.1.isNetworkHash }) {
-                try await connection.query(PostgresSQL.touchReleaseSources(rows, seenAt: seenAt), logger: logger)
-            }
         }
         if !delta.dayVotes.isEmpty {
             try await connection.query(PostgresSQL.upsertDayVotes(delta.dayVotes.sorted { $0.key < $1.key }), logger: logger)

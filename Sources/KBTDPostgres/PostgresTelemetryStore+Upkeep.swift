@@ -48,14 +48,22 @@ extension PostgresTelemetryStore {
 
     /// In slices of 5,000 rows, skipping rows a commit holds (never waiting on one, so never
     /// deadlocking with a node's commit): a skipped row retires at the next pass.
-    /// A release's sources (`release_sources`) retire by the same rule; the count returned is the keys'.
+    /// A release's network hash (`release_sources`) retires with its key's, and where the key keeps
+    /// 8 other sources by its own first `seen_at`, as the SQLite store does; the count returned is the keys'.
     public func retireSources(seenBefore cutoff: Int64) async throws -> Int {
-        let retired = try await retireSources(in: "key_sources", keyColumns: PostgresSQL.keyColumns, seenBefore: cutoff)
-        _ = try await retireSources(in: "release_sources", keyColumns: PostgresSQL.keyColumns + ", os_minor", seenBefore: cutoff)
-        return retired
+        let keyHeld = """
+            AND NOT EXISTS (SELECT 1 FROM key_sources s WHERE s.model = r.model AND s.os_major = r.os_major
+                AND s.language = r.language AND s.orientation = r.orientation AND s.keyboard_type = r.keyboard_type
+                AND s.source = r.source AND COALESCE(s.seen_at, 0) >= r.cutoff)
+            """
+        _ = try await retireSources(in: "release_sources", keyColumns: PostgresSQL.keyColumns + ", os_minor", seenBefore: cutoff,
+                                    condition: keyHeld)
+        return try await retireSources(in: "key_sources", keyColumns: PostgresSQL.keyColumns, seenBefore: cutoff)
     }
 
-    private func retireSources(in table: String, keyColumns: String, seenBefore cutoff: Int64) async throws -> Int {
+    /// `condition`: more of the WHERE clause, on the table as `r` (`r.cutoff` stands for the cutoff).
+    private func retireSources(in table: String, keyColumns: String, seenBefore cutoff: Int64,
+                               condition: String = "") async throws -> Int {
         let database = self.database
         let match = keyColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             .map { "k.\($0) = d.\($0)" }.joined(separator: " AND ")
@@ -63,12 +71,13 @@ extension PostgresTelemetryStore {
         while true {
             let retired = try await database.withConnection { connection in
                 let b = SQLBinds()
+                let cutoffBind = b(Int(cutoff)) + "::bigint"
                 var count = 0
                 for try await value in try await connection.query(b.query("""
                     WITH doomed AS (
-                        SELECT \(keyColumns), source FROM \(table)
-                        WHERE source > 0 AND COALESCE(seen_at, 0) < \(b(Int(cutoff)))
-                        LIMIT 5000 FOR UPDATE SKIP LOCKED),
+                        SELECT \(keyColumns), source FROM \(table) r
+                        WHERE source > 0 AND COALESCE(seen_at, 0) < \(cutoffBind) \(condition.replacingOccurrences(of: "r.cutoff", with: cutoffBind))
+                        LIMIT 5000 FOR UPDATE OF r SKIP LOCKED),
                     retired AS (
                         UPDATE \(table) k SET source = \(PostgresSQL.retiredSource), seen_at = NULL FROM doomed d
                         WHERE \(match) AND k.source = d.source

@@ -38,8 +38,8 @@ extension SQLiteTelemetryStore {
         ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
         """
     /// Remembers up to 8 sources per key: enough to tell one source from several.
-    /// A source already remembered only has its last-seen time moved on (`touchKeySource`;
-    /// a network's keyed hash is kept `source_retention_days` after that time), so a change
+    /// A network already remembered only has its last-seen time moved on (`touchKeySource`, run
+    /// first; a network's keyed hash is kept `source_retention_days` after that time), so a change
     /// here is a new source of the key (the index's support counts them).
     static let insertKeySource = """
         INSERT INTO key_sources(model, os_major, language, orientation, keyboard_type, source, seen_at)
@@ -229,11 +229,17 @@ extension SQLiteTelemetryStore {
                     indexed.noteTrustedRow(fingerprint)
                 }
                 // Only a network's keyed hash has a last-seen time: trusted and retired rows never expire.
+                // A network that reported the key before (the usual case) is one statement: its
+                // last-seen time moves on; else it is inserted, if the key keeps fewer than 8.
+                if id.isNetworkHash && touchesKnownNetworksFirst {
+                    try touch.run([.int(seenAt), .int(seenAt)] + Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
+                    if db.changes == 1 { continue }
+                }
                 try sources.run(Self.keyValues(series) + [.int(Int64(bitPattern: id.value)), id.isNetworkHash ? .int(seenAt) : .null])
                 if db.changes == 1 {
                     newSources[series, default: (0, false)].count += 1
                     if id == .trusted { newSources[series, default: (0, false)].trusted = true }
-                } else if id.isNetworkHash {
+                } else if id.isNetworkHash && !touchesKnownNetworksFirst {
                     try touch.run([.int(seenAt), .int(seenAt)] + Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
                 }
             }

@@ -18,9 +18,11 @@ extension SQLiteTelemetryStore {
         }
     }
 
-    /// Remembers up to 8 sources per (key, release), as `insertKeySource` does per key; a source
-    /// already remembered only has its last-seen time moved on (`touchReleaseSource`), so a
+    /// Remembers up to 8 sources per (key, release), as `insertKeySource` does per key, so a
     /// change here is a new source of the release (the index counts them, `ReleaseSupport`).
+    /// `seen_at` is when a network's keyed hash first reported the release: a row already there
+    /// is not touched (one statement a source, not two); it retires with its key's row
+    /// (`retireSources`), or by its own `seen_at` where the key keeps 8 other sources.
     static let insertReleaseSource = """
         INSERT INTO release_sources(model, os_major, language, orientation, keyboard_type, os_minor, source, seen_at)
         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
@@ -28,18 +30,11 @@ extension SQLiteTelemetryStore {
                AND orientation = ?4 AND keyboard_type = ?5 AND os_minor = ?6 AND source <> ?7) < 8
         ON CONFLICT DO NOTHING
         """
-    static let touchReleaseSource = """
-        UPDATE release_sources SET seen_at = MAX(COALESCE(seen_at, ?), ?)
-        WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ? AND os_minor = ? AND source = ?
-        """
-
     /// Stores which sources reported each (key, release); returns those stored for the first time
-    /// (what the index counts). A network's keyed hash has its last-seen time moved on, as in
-    /// `key_sources`; trusted and retired rows never expire.
+    /// (what the index counts). Trusted and retired rows never expire.
     func writeReleaseSources(_ sources: [ReleaseKey: Set<SourceID>], seenAt: Int64) throws(SQLiteError) -> [ReleaseKey: Set<SourceID>] {
         guard !sources.isEmpty else { return [:] }
         let insert = try statement(Self.insertReleaseSource)
-        let touch = try statement(Self.touchReleaseSource)
         var added: [ReleaseKey: Set<SourceID>] = [:]
         for (release, ids) in sources {
             let key = Self.keyValues(release.series) + [.int(Int64(release.minor))]
@@ -51,11 +46,7 @@ extension SQLiteTelemetryStore {
                     indexed.noteTrustedRow(fingerprint, minor: release.minor)
                 }
                 try insert.run(key + [.int(Int64(bitPattern: id.value)), id.isNetworkHash ? .int(seenAt) : .null])
-                if db.changes == 1 {
-                    added[release, default: []].insert(id)
-                } else if id.isNetworkHash {
-                    try touch.run([.int(seenAt), .int(seenAt)] + key + [.int(Int64(bitPattern: id.value))])
-                }
+                if db.changes == 1 { added[release, default: []].insert(id) }
             }
         }
         return added

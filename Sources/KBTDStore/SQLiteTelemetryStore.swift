@@ -21,6 +21,9 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
     /// Skip a commit's write of a trusted source's `key_sources` / `release_sources` row the
     /// writer knows is written (`IndexedKeys.knowsTrustedRow`; off only to measure what it saves).
     package var skipsKnownTrustedRows = true
+    /// Move a known network's `key_sources.seen_at` before trying to insert it (one statement for
+    /// a network that reported the key before, two for a new one; off only to measure the order before).
+    package var touchesKnownNetworksFirst = true
     /// The last UTC day whose commit deleted earlier days' ledger rows.
     var ledgerDay: Int64 = -1
     /// The last UTC day (clock) whose upkeep pruned `day_votes` (two scans of the table: once a day).

@@ -8,9 +8,11 @@ import KBTDStore
 /// groups to a fresh database, once per layout, alternating in each round:
 ///
 /// - `key sources only`: the commit as before per-release sources (no `release_sources`
-///   rows, every trusted `key_sources` row written again each commit);
-/// - `release sources`: with `release_sources`, every trusted row written each commit;
-/// - `release sources, known rows skipped`: what kbtd runs (`IndexedKeys.knowsTrustedRow`).
+///   rows, every trusted `key_sources` row written again each commit, a network's row
+///   inserted before its `seen_at` is moved);
+/// - `release sources`: with `release_sources`, otherwise the same;
+/// - `release sources, known rows skipped`: what kbtd runs (`IndexedKeys.knowsTrustedRow`;
+///   a network's `seen_at` moved first, the insert only when it was not there).
 ///
 /// Statements are `SQLITE_STMTSTATUS_RUN` summed over the store's cached statements (the
 /// transaction's BEGIN and COMMIT are not among them), rows `sqlite3_total_changes`.
@@ -20,12 +22,13 @@ struct Commit: ParsableCommand {
     @Option var group = 32
     @Option var rounds = 3
     @Option var seed: UInt64 = 1
+    @Option(help: "Distinct client networks of the untrusted batches.") var networks = 64
     @Flag(help: "Batches from 64 untrusted networks (capped votes) instead of a trusted peer.") var untrusted = false
 
     enum Layout: String, CaseIterable {
         case keySourcesOnly = "key sources only (as before)"
         case releaseSources = "release sources, every row written"
-        case skipping = "release sources, known rows skipped"
+        case skipping = "release sources, known rows skipped"  // and known networks touched first
     }
 
     func run() throws {
@@ -39,7 +42,7 @@ struct Commit: ParsableCommand {
             let batch = try BatchIntake.validate(json: workload.batchJSON(now: now), now: now, rules: rules)
             var item = PendingBatch(batch, receivedAt: Int64(now) + Int64(i / 500))
             if untrusted {
-                let network = "198.51.100.\(i % 64)"
+                let network = "198.51.\(i % networks / 256).\(i % networks % 256)"
                 item.source = SourceID(network: network, key: sourceKey)
                 item.ledger = policy.apply(to: &item.delta, source: item.source, now: now)
             }
@@ -57,6 +60,7 @@ struct Commit: ParsableCommand {
                 let store = try SQLiteTelemetryStore(path: directory.appendingPathComponent("kbtd.sqlite").path,
                                                      admission: { IndexAdmission(minSources: 3, maxIndexedKeys: 1_000_000) })
                 store.skipsKnownTrustedRows = layout == .skipping
+                store.touchesKnownNetworksFirst = layout == .skipping
                 let start = store.statementRuns
                 let cpuStart = threadCPU()
                 for var commit in groups {
@@ -72,12 +76,13 @@ struct Commit: ParsableCommand {
                                                      (threadCPU() - cpuStart) * 1e6 / count))
             }
         }
-        print("commit: \(batches) batches of 100 samples in groups of \(group), \(untrusted ? "64 untrusted networks" : "trusted"), \(rounds) rounds (medians)")
+        print("commit: \(batches) batches of 100 samples in groups of \(group), \(untrusted ? "\(networks) untrusted networks" : "trusted"), \(rounds) rounds (medians)")
         for layout in Layout.allCases {
             let runs = results[layout]!
             func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-            print(String(format: "  %-40@ %7.1f statements/commit  %7.1f rows changed/commit  %8.0f CPU µs/commit",
-                         layout.rawValue as NSString, median(runs.map(\.statements)), median(runs.map(\.rows)), median(runs.map(\.cpu))))
+            let name = layout.rawValue.padding(toLength: 40, withPad: " ", startingAt: 0)
+            print(name + String(format: " %7.1f statements/commit  %7.1f rows changed/commit  %8.0f CPU µs/commit",
+                                median(runs.map(\.statements)), median(runs.map(\.rows)), median(runs.map(\.cpu))))
         }
     }
 

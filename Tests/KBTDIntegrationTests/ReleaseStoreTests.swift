@@ -154,6 +154,15 @@ struct ReleaseSourceStoreTests {
         #expect(retired[ReleaseKey(series: Self.key, minor: 1)]?.contains(.trusted) == true)
     }
 
+    /// Other PostgreSQL nodes count a release's new sources from the commit log, as the committing node does.
+    @Test func theCommitLogCarriesReleaseSources() {
+        var delta = AggregateDelta()
+        for (i, os) in ["26.1", "26.2", "26.2.1", "26.2"].enumerated() { delta.merge(networkReleaseBatch("\(i)", os: os, network: i).delta) }
+        delta.releaseSources[ReleaseKey(series: Self.key, minor: 1), default: []].insert(.trusted)
+        #expect(delta.releaseSources[Self.release2]?.count == 3)
+        #expect(DeltaCoding.decode(DeltaCoding.encode(delta)) == delta)
+    }
+
     /// The schema v10 database: release rows and the key's sources, no `release_sources`. Migration 11
     /// gives each release its key's sources (what it was served on), so no answer changes.
     static let version10Rows = """

@@ -60,6 +60,8 @@ public struct IndexedKeys: Sendable {
     }
 
     private var entries: [UInt64: Compact] = [:]
+    /// Bytes of one entry's value (32: the trusted-row bits sit in what was padding).
+    static var entryStride: Int { MemoryLayout<Compact>.stride }
     /// Model, language and keyboard-type strings, each held once.
     private var names = IndexStrings()
     /// At most the weakest support in the index (exact after each scan; supports only grow in between).

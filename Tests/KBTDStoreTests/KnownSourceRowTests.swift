@@ -42,6 +42,10 @@ struct KnownSourceRowTests {
         return rows
     }
 
+    @Test func theKnownRowBitsAddNoMemoryToTheWritersEntry() {
+        #expect(IndexedKeys.entryStride == 32)
+    }
+
     @Test func skippingKnownRowsChangesNoRowAndNoIndexDeltaInFewerStatements() throws {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -96,7 +96,7 @@ let package = Package(
         .executableTarget(name: "kbtd-fuzz", dependencies: ["KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression"], swiftSettings: strict),
         // Load generator and in-process references for Benchmarks/run.
         .executableTarget(name: "kbtd-bench", dependencies: [
-            "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression",
+            "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression", "KBTDStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         // Tests, one target per layer (CONTRIBUTING.md "Testing it"). Helpers every test target shares

@@ -67,6 +67,10 @@ public struct AggregateDelta: Sendable, Equatable {
     /// Docked samples and votes per OS release (major.minor) and bin (`recordRelease(os:)`):
     /// what lets a point release that moved keyboards answer for its own phones.
     public var releases: [ReleaseBin: ReleaseCount] = [:]
+    /// Which sources reported each key on each release (`recordRelease(os:)`; `release_sources`):
+    /// a release answers on its own only with `min_sources` of its own. An index counts each
+    /// source it is given here as a new one (`HeightIndex.apply`).
+    public var releaseSources: [ReleaseKey: Set<SourceID>] = [:]
     /// Votes per UTC day of receipt (`recordDay(receivedAt:)`): what ages the estimate's votes (`VoteAge.swift`).
     public var dayVotes: [DayVoteBin: Int64] = [:]
 
@@ -149,6 +153,7 @@ public struct AggregateDelta: Sendable, Equatable {
         sources.merge(other.sources) { $0.union($1) }
         screens.merge(other.screens, uniquingKeysWith: +)
         releases.merge(other.releases, uniquingKeysWith: +)
+        releaseSources.merge(other.releaseSources) { $0.union($1) }
         dayVotes.merge(other.dayVotes, uniquingKeysWith: +)
     }
 
@@ -278,6 +283,7 @@ extension AggregateDelta {
         kept.votes = votes.filter { isIncluded($0.key.series) }
         kept.sources = sources.filter { isIncluded($0.key) }
         kept.releases = releases.filter { isIncluded($0.key.series) }
+        kept.releaseSources = releaseSources.filter { isIncluded($0.key.series) }
         kept.dayVotes = dayVotes.filter { isIncluded($0.key.series) }
         return kept
     }

@@ -5,7 +5,8 @@ extension HeightEstimator {
     /// What level 1 answers from for `key` asked on release `key.osMajor`.`minor`:
     /// the key's stats on its OS major, unless a release of that major moved this
     /// keyboard (`releaseMoved`). Then a phone on a release from a moving one on is
-    /// answered from the releases from that one up to the next moving one, and a phone
+    /// answered from the releases from that one up to the next moving one (when they have
+    /// `min_samples` and `min_sources` of their own, `supportsRelease`), and a phone
     /// on an earlier release from the key's data without the moved releases, each when
     /// it has the support a level needs (else the whole major answers, as before).
     func releaseSeries(_ key: SeriesKey, minor: Int?, in index: some HeightLevels) -> LevelStats? {
@@ -19,19 +20,27 @@ extension HeightEstimator {
                          keyboardType: key.keyboardType, in: index)
         }
         guard let firstMoved = moved.first else { return whole }
-        let stats: LevelStats
         if let start = moved.last(where: { $0 <= minor }) {
             let end = moved.first(where: { $0 > minor }) ?? Int.max
-            stats = Self.level(of: releases.filter { $0.minor >= start && $0.minor < end }.map(\.stats), like: all)
-        } else {
-            stats = Self.level(all, without: releases.filter { $0.minor >= firstMoved }.map(\.stats))
+            let own = releases.filter { $0.minor >= start && $0.minor < end }.map(\.stats)
+            let stats = Self.level(of: own, like: all)
+            // The release's own truth needs its own sources: one network reporting a bogus
+            // height under a fresh release must not move it for every phone on it.
+            return supports(stats) && supportsRelease(own) ? stats : whole
         }
+        let stats = Self.level(all, without: releases.filter { $0.minor >= firstMoved }.map(\.stats))
         return supports(stats) ? stats : whole
+    }
+
+    /// Whether releases have `min_sources` distinct sources of their own, or a trusted one
+    /// (`ReleaseSupport`; over several releases, the most any one of them has).
+    public func supportsRelease(_ releases: [ReleaseStats]) -> Bool {
+        ReleaseSupport.union(releases.map(\.support)).satisfies(settings.minSources)
     }
 
     /// Whether release `osMajor`.`minor` moved one keyboard (language, orientation, type): over
     /// the models that measured it on that release with a level's support (`min_samples` docked
-    /// samples there, `min_sources` on the key) and before it (the key without that release and
+    /// samples there, `min_sources` of its own: `supportsRelease`) and before it (the key without that release and
     /// later ones), the median difference between the mode of their votes there and before is
     /// not zero, and at least `minimumShiftModels` models measured it. The rule `osMoved` applies
     /// to OS majors: a release that moves keyboards shows on most models at once, while a few odd
@@ -48,7 +57,8 @@ extension HeightEstimator {
             guard let here = releases.first(where: { $0.minor == minor }), let whole = index.series(key) else { continue }
             let there = Self.level(of: [here.stats], like: whole)
             let before = Self.level(whole, without: releases.filter { $0.minor >= minor }.map(\.stats))
-            guard supports(there), supports(before), let new = there.votes.mode, let old = before.votes.mode else { continue }
+            guard supports(there), supportsRelease([here.stats]), supports(before), let new = there.votes.mode,
+                  let old = before.votes.mode else { continue }
             differences.append(new - old)
         }
         guard differences.count >= Self.minimumShiftModels else { return false }

@@ -1,5 +1,6 @@
-/// One key's docked samples and votes on one OS release, linked into the index's pool
-/// (`HeightIndex.releasePool`): 40 bytes, with no per-key dictionary entry or array.
+/// One key's docked samples, votes and support on one OS release, linked into the index's pool
+/// (`HeightIndex.releasePool`): 40 bytes (the support sits in what was padding before the minor),
+/// with no per-key dictionary entry or array.
 struct ReleaseEntry: Sendable {
     var stats: ReleaseStats
     /// The release's minor (`FieldRules` allows at most 4 digits per part).
@@ -16,12 +17,14 @@ struct SlotLists: Sendable {
 }
 
 /// What the index keeps of one key on one OS release: its docked samples (true
-/// total) and its votes. Lighter than `LevelStats` (no safe areas, sources or
-/// animations: those stay per OS major), so the release dimension adds about
-/// 45 bytes per (key, release) (`Benchmarks/keys`).
+/// total), its votes and how many sources stand behind them. Lighter than `LevelStats`
+/// (no safe areas, source identities or animations: those stay per OS major), so the
+/// release dimension adds about 45 bytes per (key, release) (`Benchmarks/keys`).
 public struct ReleaseStats: Sendable, Equatable {
     public var samples: Int64 = 0
     public var votes = CountHistogram()
+    /// Distinct sources of this release (in the 40-byte entry's padding: no memory added).
+    public var support = ReleaseSupport()
 
     public init() {}
 }
@@ -43,24 +46,31 @@ extension HeightIndex {
         slotLists[Int(slot)] = lists
     }
 
-    /// Adds a delta's per-release counts (`AggregateDelta.releases`), in key order. A release
-    /// is kept with its exact key (whose counts the same delta carries, `apply`).
-    mutating func applyReleases(_ releases: [ReleaseBin: ReleaseCount]) {
-        guard !releases.isEmpty else { return }
+    /// Adds a delta's per-release counts (`AggregateDelta.releases`) and sources
+    /// (`releaseSources`, each counted as a new one), in key order. A release is kept with
+    /// its exact key (whose counts the same delta carries, `apply`).
+    mutating func applyReleases(_ releases: [ReleaseBin: ReleaseCount], sources: [ReleaseKey: Set<SourceID>]) {
+        guard !releases.isEmpty || !sources.isEmpty else { return }
         struct Touched: Hashable { var series: PackedSeriesKey; var minor: Int }
-        var touched: [Touched: (major: Int, stats: ReleaseStats)] = [:]
-        for (bin, count) in releases.sorted(by: { $0.key < $1.key }) {
-            let series = bin.series
+        var touched: [Touched: (major: Int, stats: ReleaseStats, sources: Set<SourceID>)] = [:]
+        func touchedKey(_ series: SeriesKey, _ minor: Int) -> Touched? {
             let kind = PackedLevelKey.kind(orientation: series.orientation, keyboardType: strings.intern(series.keyboardType))
             let packed = PackedSeriesKey(model: strings.intern(series.model), language: strings.intern(series.language),
                                          kind: kind, os: strings.intern(os: series.osMajor))
             // The OS major's id and the minor must each fit 16 bits (as `FieldRules` guarantees).
-            guard packed.os < 65_536, (0..<65_536).contains(bin.minor) else { continue }
-            let key = Touched(series: packed, minor: bin.minor)
-            var entry = touched[key] ?? (series.osMajor, ReleaseStats())
+            guard packed.os < 65_536, (0..<65_536).contains(minor) else { return nil }
+            return Touched(series: packed, minor: minor)
+        }
+        for (bin, count) in releases.sorted(by: { $0.key < $1.key }) {
+            guard let key = touchedKey(bin.series, bin.minor) else { continue }
+            var entry = touched[key] ?? (bin.series.osMajor, ReleaseStats(), [])
             entry.stats.samples += count.samples
             if count.votes > 0 { entry.stats.votes.add(bin.halfPoints, count.votes) }
             touched[key] = entry
+        }
+        for (release, ids) in sources.sorted(by: { $0.key < $1.key }) where !ids.isEmpty {
+            guard let key = touchedKey(release.series, release.minor) else { continue }
+            touched[key, default: (release.series.osMajor, ReleaseStats(), [])].sources.formUnion(ids)
         }
         for (key, entry) in touched {
             releaseMinors[entry.major, default: []].insert(key.minor)
@@ -85,6 +95,7 @@ extension HeightIndex {
             }
             releasePool[Int(position)].stats.samples += entry.stats.samples
             releasePool[Int(position)].stats.votes.merge(entry.stats.votes, limit: LevelStats.binLimit, keepingTies: true)
+            if !entry.sources.isEmpty { releasePool[Int(position)].stats.support.add(entry.sources) }
         }
     }
 

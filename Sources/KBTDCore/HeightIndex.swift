@@ -51,6 +51,12 @@ public struct HeightIndex: Sendable {
     public var seriesCount: Int { seriesSlots.count }
 
     /// Adds a delta (a commit's counts, or the whole store at start-up).
+    ///
+    /// Its key sources (`sources`) are identities, merged with those the index holds; its release
+    /// sources (`releaseSources`) are counted, each as a new source of its (key, release), since a
+    /// release entry keeps a count, not identities (`ReleaseSupport`): give the index each
+    /// (key, release, source) once. The stores do: a load passes each `release_sources` row once,
+    /// a commit only the rows it added (`CommitPlan.indexDelta`).
     public mutating func apply(_ delta: AggregateDelta) {
         var touched: [SeriesKey: LevelStats] = [:]
         for (key, count) in delta.heights where key.placement == .docked {
@@ -100,7 +106,7 @@ public struct HeightIndex: Sendable {
             }
         }
         for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }
-        applyReleases(delta.releases)
+        applyReleases(delta.releases, sources: delta.releaseSources)
         applyDayVotes(delta.dayVotes)
     }
 

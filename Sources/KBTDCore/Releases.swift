@@ -42,6 +42,57 @@ public struct ReleaseCount: Sendable, Equatable {
     }
 }
 
+/// One key on one OS release (major.minor): what a release's own sources are counted for.
+public struct ReleaseKey: Hashable, Sendable, Comparable {
+    public var series: SeriesKey
+    public var minor: Int
+
+    public init(series: SeriesKey, minor: Int) {
+        self.series = series
+        self.minor = minor
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { (a.series, a.minor) < (b.series, b.minor) }
+}
+
+/// The sources behind one key on one release, as the index keeps them: how many distinct
+/// sources the store holds for it (`release_sources`, at most `LevelStats.sourceLimit`, as
+/// `key_sources` per key) and whether one is a trusted peer. Two bytes, held in the padding
+/// of the pooled 40-byte release entry (`ReleaseEntry`), so the release dimension costs no
+/// more memory. A release answers on its own only with `min_sources` here (or a trusted
+/// peer), not on the key's sources (docs/fallback-chain.md, "Point releases").
+public struct ReleaseSupport: Sendable, Equatable {
+    public private(set) var sources: UInt8 = 0
+    public private(set) var trusted = false
+
+    public init() {}
+
+    public init(sources: Int, trusted: Bool) {
+        self.sources = UInt8(clamping: min(sources, LevelStats.sourceLimit))
+        self.trusted = trusted
+    }
+
+    /// Adds sources new to this (key, release): each must be counted once (see `HeightIndex.apply`).
+    public mutating func add(_ new: Set<SourceID>) {
+        sources = UInt8(min(LevelStats.sourceLimit, Int(sources) + new.count))
+        if new.contains(.trusted) { trusted = true }
+    }
+
+    /// At least `minimum` distinct sources, or a trusted one (the rule `min_sources` applies to a level).
+    public func satisfies(_ minimum: Int) -> Bool { trusted || Int(sources) >= minimum }
+
+    /// The weaker-bound union of several releases' support: the most sources any one has (the
+    /// distinct sources across them are at least that many), trusted if any is.
+    public static func union(_ supports: some Sequence<ReleaseSupport>) -> ReleaseSupport {
+        var union = ReleaseSupport()
+        for support in supports {
+            union.sources = max(union.sources, support.sources)
+            union.trusted = union.trusted || support.trusted
+        }
+        return union
+    }
+}
+
 extension FieldRules {
     /// The minor version of a dotted OS version (`1` for `26.1`, `0` for `26`), or nil when
     /// `osMajor` would refuse the string.
@@ -54,10 +105,14 @@ extension FieldRules {
 
 extension AggregateDelta {
     /// Tags this batch's docked heights and (already weighed) votes with the release of
-    /// the device that sent it (`device.os`). Call it once per batch, after `SourcePolicy.apply`:
-    /// a batch comes from one device, so all its keys share one release.
+    /// the device that sent it (`device.os`), and its keys' sources with the release too
+    /// (`releaseSources`). Call it once per batch, after `SourcePolicy.apply` (which names
+    /// the batch's source): a batch comes from one device, so all its keys share one release.
     public mutating func recordRelease(os: String) {
         guard let minor = FieldRules.osMinor(os) else { return }
+        for (series, ids) in sources where !ids.isEmpty {
+            releaseSources[ReleaseKey(series: series, minor: minor), default: []].formUnion(ids)
+        }
         for (key, count) in heights where key.placement == .docked {
             releases[ReleaseBin(series: key.series, minor: minor, halfPoints: key.halfPoints),
                      default: .zero].samples += count

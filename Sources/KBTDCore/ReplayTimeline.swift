@@ -97,23 +97,53 @@ public struct ReplayTimeline: Sendable {
 
     /// The timeline of a store's `counts` (`loadIndexCounts`) and batch `receipts` (possibly none).
     /// A (cell, day)'s truth is the mode of its votes when it has `minSamples` docked samples.
+    ///
+    /// Three stages: each bin's releases are fitted to its days (`fitReleasesToDays`), each
+    /// (cell, day) is spread over that day's receipts (`spreadOverReceipts`), and the pieces
+    /// become steps, taken out of the history (`buildSteps`).
     public init(counts: AggregateDelta, receipts: [Receipt], minSamples: Int64) {
-        // Receipts per (model, major, minor, day), in time order.
+        let receiptIndex = ReceiptIndex(receipts)
+        let pieces = Self.fitReleasesToDays(counts, receipts: receiptIndex)
+        let (byTime, dayOnly) = Self.spreadOverReceipts(pieces, receipts: receiptIndex)
+        // Each (cell, day)'s truth: the mode of its votes, where it has a level's support.
+        var truths: [PieceKey: Int] = [:]
+        for (piece, bins) in pieces {
+            let samples = bins.values.reduce(0) { $0 + $1.samples }
+            guard samples >= minSamples else { continue }
+            truths[piece] = CountHistogram(bins.compactMapValues { $0.votes > 0 ? $0.votes : nil }).mode
+        }
+        let (history, steps) = Self.buildSteps(byTime, truths: truths, history: counts)
+        self.init(history: history, steps: steps, resolution: dayOnly ? .days : .batches)
+    }
+
+    /// The receipts per (model, major, minor, day), in time order, their samples, and the
+    /// (model, major, day)s any receipt arrived on.
+    private struct ReceiptIndex {
         var batches: [ReceiptGroup: [Receipt]] = [:]
         var receiptDays: Set<ModelDay> = []
-        for receipt in receipts where receipt.accepted > 0 {
-            guard let major = FieldRules.osMajor(receipt.os), let minor = FieldRules.osMinor(receipt.os) else { continue }
-            let day = Int(receipt.receivedAt.dividedRoundingDown(by: 86_400))
-            batches[ReceiptGroup(model: receipt.model, major: major, minor: minor, day: day), default: []].append(receipt)
-            receiptDays.insert(ModelDay(model: receipt.model, major: major, day: day))
-        }
         var acceptedSums: [ReceiptGroup: Double] = [:]
-        for key in Array(batches.keys) {
-            batches[key]!.sort { $0.receivedAt < $1.receivedAt }
-            acceptedSums[key] = Double(batches[key]!.reduce(0) { $0 + $1.accepted })
-        }
-        func accepted(_ group: ReceiptGroup) -> Double { acceptedSums[group] ?? 0 }
 
+        init(_ receipts: [Receipt]) {
+            for receipt in receipts where receipt.accepted > 0 {
+                guard let major = FieldRules.osMajor(receipt.os), let minor = FieldRules.osMinor(receipt.os) else { continue }
+                let day = Int(receipt.receivedAt.dividedRoundingDown(by: 86_400))
+                batches[ReceiptGroup(model: receipt.model, major: major, minor: minor, day: day), default: []].append(receipt)
+                receiptDays.insert(ModelDay(model: receipt.model, major: major, day: day))
+            }
+            for key in Array(batches.keys) {
+                batches[key]!.sort { $0.receivedAt < $1.receivedAt }
+                acceptedSums[key] = Double(batches[key]!.reduce(0) { $0 + $1.accepted })
+            }
+        }
+
+        func accepted(_ group: ReceiptGroup) -> Double { acceptedSums[group] ?? 0 }
+    }
+
+    /// Stage 1: per (key, release, day), each bin's samples and votes. A bin's releases are spread
+    /// over its days by proportional fitting: from the receipts' samples per (model, release, day)
+    /// (1 where a day's receipts are gone), scaled in turn to the releases' votes and the days' votes.
+    /// A bin with no day stays in the history.
+    private static func fitReleasesToDays(_ counts: AggregateDelta, receipts: ReceiptIndex) -> [PieceKey: [Int: ReleaseCount]] {
         // Each key's votes per day, per bin; and its releases' counts per bin.
         var days: [SeriesBin: [(day: Int, votes: Int64)]] = [:]
         for (bin, votes) in counts.dayVotes where votes > 0 {
@@ -123,19 +153,17 @@ public struct ReplayTimeline: Sendable {
         for (bin, count) in counts.releases {
             releases[SeriesBin(series: bin.series, halfPoints: bin.halfPoints), default: []].append((bin.minor, count))
         }
-        // Per (key, release, day): each bin's samples and votes. A bin's releases are spread over its
-        // days by proportional fitting: from the receipts' samples per (model, release, day) (1 where a
-        // day's receipts are gone), scaled in turn to the releases' votes and the days' votes.
         var pieces: [PieceKey: [Int: ReleaseCount]] = [:]
-        var history = counts
         for (seriesBin, cells) in releases.sorted(by: { ($0.key.series, $0.key.halfPoints) < ($1.key.series, $1.key.halfPoints) }) {
             guard let shares = days[seriesBin]?.sorted(by: { $0.day < $1.day }) else { continue }  // no day: the history
             let series = seriesBin.series
             let cells = cells.sorted { $0.minor < $1.minor }
             var weights: [[Double]] = cells.map { cell in
                 shares.map { share in
-                    guard receiptDays.contains(ModelDay(model: series.model, major: series.osMajor, day: share.day)) else { return 1 }
-                    return accepted(ReceiptGroup(model: series.model, major: series.osMajor, minor: cell.minor, day: share.day))
+                    guard receipts.receiptDays.contains(ModelDay(model: series.model, major: series.osMajor, day: share.day)) else {
+                        return 1
+                    }
+                    return receipts.accepted(ReceiptGroup(model: series.model, major: series.osMajor, minor: cell.minor, day: share.day))
                 }
             }
             let rowTotals = cells.map { Double(max($0.count.votes, $0.count.samples)) }
@@ -159,38 +187,45 @@ public struct ReplayTimeline: Sendable {
                 }
             }
         }
+        return pieces
+    }
 
+    /// Stage 2: each (cell, day)'s bins over that day's receipts of the same model and release, in
+    /// proportion to their samples (by receipt time); where the day's receipts are gone, one step
+    /// at the day's midnight (`dayOnly`).
+    private static func spreadOverReceipts(_ pieces: [PieceKey: [Int: ReleaseCount]], receipts: ReceiptIndex)
+        -> (byTime: [Int64: [PieceKey: [Int: ReleaseCount]]], dayOnly: Bool) {
         var byTime: [Int64: [PieceKey: [Int: ReleaseCount]]] = [:]
         var dayOnly = false
         for (piece, bins) in pieces {
             let group = ReceiptGroup(model: piece.cell.series.model, major: piece.cell.series.osMajor, minor: piece.cell.minor,
                                      day: piece.day)
-            guard let receipts = batches[group] else {
+            guard let batches = receipts.batches[group] else {
                 dayOnly = true
                 byTime[Int64(piece.day) * 86_400, default: [:]][piece, default: [:]].merge(bins, uniquingKeysWith: +)
                 continue
             }
-            let weights = receipts.map { Double($0.accepted) }
-            var spread: [[Int: ReleaseCount]] = Array(repeating: [:], count: receipts.count)
+            let weights = batches.map { Double($0.accepted) }
+            var spread: [[Int: ReleaseCount]] = Array(repeating: [:], count: batches.count)
             for (half, count) in bins {
                 let samples = Self.apportion(count.samples, by: weights)
                 let votes = Self.apportion(count.votes, by: weights)
-                for i in receipts.indices where samples[i] > 0 || votes[i] > 0 {
+                for i in batches.indices where samples[i] > 0 || votes[i] > 0 {
                     spread[i][half] = ReleaseCount(samples: samples[i], votes: votes[i])
                 }
             }
-            for (i, receipt) in receipts.enumerated() where !spread[i].isEmpty {
+            for (i, receipt) in batches.enumerated() where !spread[i].isEmpty {
                 byTime[receipt.receivedAt, default: [:]][piece, default: [:]].merge(spread[i], uniquingKeysWith: +)
             }
         }
-        // Each (cell, day)'s truth: the mode of its votes, where it has a level's support.
-        var truths: [PieceKey: Int] = [:]
-        for (piece, bins) in pieces {
-            let samples = bins.values.reduce(0) { $0 + $1.samples }
-            guard samples >= minSamples else { continue }
-            truths[piece] = CountHistogram(bins.compactMapValues { $0.votes > 0 ? $0.votes : nil }).mode
-        }
+        return (byTime, dayOnly)
+    }
 
+    /// Stage 3: one step per time, its delta (docked heights, votes, per-release and per-day counts)
+    /// and touches, each piece's counts taken out of `history` (what is left has no time).
+    private static func buildSteps(_ byTime: [Int64: [PieceKey: [Int: ReleaseCount]]], truths: [PieceKey: Int],
+                                   history counts: AggregateDelta) -> (history: AggregateDelta, steps: [ReplayStep]) {
+        var history = counts
         var steps: [ReplayStep] = []
         for time in byTime.keys.sorted() {
             var delta = AggregateDelta()
@@ -221,7 +256,7 @@ public struct ReplayTimeline: Sendable {
         history.heights = history.heights.filter { $0.value > 0 }
         history.votes = history.votes.filter { $0.value > 0 }
         history.dayVotes = history.dayVotes.filter { $0.value > 0 }
-        self.init(history: history, steps: steps, resolution: dayOnly ? .days : .batches)
+        return (history, steps)
     }
 
     /// `total` split over `weights` in proportion, as whole numbers that add up to `total`

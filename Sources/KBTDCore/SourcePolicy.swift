@@ -77,10 +77,13 @@ public struct SourceLedger: Sendable, Equatable {
 
 extension AggregateDelta {
     /// Replaces every source but `trusted` by a fresh retired identifier (`kbtd migrate` from a
-    /// database whose sources are unkeyed address hashes): each key keeps its count of sources.
+    /// database whose sources are unkeyed address hashes): each key and release keeps its count of sources.
     public mutating func retireSources() {
         for (key, ids) in sources {
             sources[key] = Set(ids.map { $0 == .trusted ? $0 : .retired() })
+        }
+        for (key, ids) in releaseSources {
+            releaseSources[key] = Set(ids.map { $0 == .trusted ? $0 : .retired() })
         }
     }
 }

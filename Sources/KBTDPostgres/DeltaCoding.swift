@@ -25,6 +25,9 @@ enum DeltaCoding {
             lines.append("r|\(key(k.series))|\(k.minor)|\(k.halfPoints)|\(count.samples)|\(count.votes)")
         }
         for (k, count) in delta.dayVotes { lines.append("d|\(key(k.series))|\(k.day)|\(k.halfPoints)|\(count)") }
+        for (k, ids) in delta.releaseSources {
+            for id in ids { lines.append("e|\(key(k.series))|\(k.minor)|\(id.value)") }
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -66,6 +69,9 @@ enum DeltaCoding {
             case ("d", 9):
                 guard let day = Int(f[6]), let half = Int(f[7]), let count = Int64(f[8]) else { continue }
                 delta.dayVotes[DayVoteBin(series: series, day: day, halfPoints: half), default: 0] += count
+            case ("e", 8):
+                guard let minor = Int(f[6]), let id = UInt64(f[7]) else { continue }
+                delta.releaseSources[ReleaseKey(series: series, minor: minor), default: []].insert(SourceID(id))
             case ("k", 7):
                 guard let id = UInt64(f[6]) else { continue }
                 delta.sources[series, default: []].insert(SourceID(id))

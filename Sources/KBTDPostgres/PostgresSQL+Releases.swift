@@ -20,6 +20,31 @@ extension PostgresSQL {
         return b.query(sql)
     }
 
+    /// Which sources reported each (key, release) (`release_sources`, schema v11): up to 8 per
+    /// (key, release), as `insertKeySources` per key; a row already there is not touched (its
+    /// `seen_at` is the first report; it retires with its key's row). Returns the rows it added
+    /// (what the index counts, `ReleaseSupport`): key columns, os_minor, source.
+    static func insertReleaseSources(_ rows: [(ReleaseKey, SourceID)], seenAt: Int64) -> PostgresQuery {
+        var keys = KeyArrays(), minors: [Int] = [], sources: [Int] = [], seen: [Int] = []
+        for (key, source) in rows {
+            keys.append(key.series); minors.append(key.minor); sources.append(Int(Int64(bitPattern: source.value)))
+            seen.append(source.isNetworkHash ? Int(seenAt) : -1)
+        }
+        let b = SQLBinds()
+        let sql = """
+            INSERT INTO release_sources(\(keyColumns), os_minor, source, seen_at)
+            SELECT u.model, u.os_major, u.language, u.orientation, u.keyboard_type, u.os_minor, u.source, NULLIF(u.seen_at, -1)
+            FROM unnest(\(keys.unnestArguments(b)), \(b(minors))::int[], \(b(sources))::bigint[], \(b(seen))::bigint[])
+                AS u(model, os_major, language, orientation, keyboard_type, os_minor, source, seen_at)
+            WHERE (SELECT COUNT(*) FROM release_sources s WHERE s.model = u.model AND s.os_major = u.os_major
+                   AND s.language = u.language AND s.orientation = u.orientation AND s.keyboard_type = u.keyboard_type
+                   AND s.os_minor = u.os_minor AND s.source <> u.source) < 8
+            ON CONFLICT (\(keyColumns), os_minor, source) DO NOTHING
+            RETURNING \(keyColumns), os_minor, source
+            """
+        return b.query(sql)
+    }
+
     /// Votes per UTC day (`day_votes`, schema v10).
     static func upsertDayVotes(_ rows: [(key: DayVoteBin, value: Int64)]) -> PostgresQuery {
         var keys = KeyArrays(), days: [Int] = [], bins: [Double] = [], votes: [Int] = []

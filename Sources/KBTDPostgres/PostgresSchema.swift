@@ -271,6 +271,30 @@ public enum PostgresSchema {
             )
             """,
         ]),
+        Migration(version: 11, name: "release sources: the networks behind each key on each OS release", sql: [
+            // As SQLite's step 11: key_sources per (key, OS release); releases stored before
+            // this version inherit their key's sources, so an upgrade changes no answer.
+            """
+            CREATE TABLE release_sources (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                os_minor      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                source        BIGINT NOT NULL,
+                seen_at       BIGINT,
+                PRIMARY KEY (model, os_major, os_minor, language, orientation, keyboard_type, source)
+            )
+            """,
+            """
+            INSERT INTO release_sources
+                SELECT r.model, r.os_major, r.os_minor, r.language, r.orientation, r.keyboard_type, s.source, s.seen_at
+                FROM (SELECT DISTINCT model, os_major, os_minor, language, orientation, keyboard_type FROM release_counts) r
+                JOIN key_sources s ON s.model = r.model AND s.os_major = r.os_major AND s.language = r.language
+                    AND s.orientation = r.orientation AND s.keyboard_type = r.keyboard_type
+            """,
+        ]),
     ]
 
     static let migrator = SchemaMigrator(migrations)

@@ -82,9 +82,10 @@ extension PostgresTelemetryStore {
     /// the other nodes catch up from.
     static func apply(_ plan: CommitPlan, input: CommitInput, marks: CommitLogMarks, connection: PostgresConnection,
                       logger: Logger) async throws -> CommitOutcome {
-        try await write(plan.added, seenAt: plan.now, connection: connection, logger: logger)
+        let newReleaseSources = try await write(plan.added, seenAt: plan.now, connection: connection, logger: logger)
         if !input.touch.isEmpty { try await connection.query(PostgresSQL.touchKeys(input.touch, at: plan.now), logger: logger) }
-        let (indexed, admitted, newlyAdmitted) = try await admit(plan, input: input, connection: connection, logger: logger)
+        let (indexed, admitted, newlyAdmitted) = try await admit(plan, input: input, newReleaseSources: newReleaseSources,
+                                                                 connection: connection, logger: logger)
         try await writeHourlyIngest(plan.hourlyIngest, connection: connection, logger: logger)
         let spent = plan.ledgers
         try await writeLedger(spent, connection: connection, logger: logger)
@@ -102,8 +103,11 @@ extension PostgresTelemetryStore {
     }
 
     /// Upserts every count of `delta`, table by table, keys in `SeriesKey.writeOrder`; `seenAt`
-    /// (Unix seconds) is when its client networks reported their keys.
-    static func write(_ delta: AggregateDelta, seenAt: Int64, connection: PostgresConnection, logger: Logger) async throws {
+    /// (Unix seconds) is when its client networks reported their keys. Returns the release
+    /// sources stored for the first time (what the index counts, `CommitPlan.indexDelta`).
+    @discardableResult
+    static func write(_ delta: AggregateDelta, seenAt: Int64, connection: PostgresConnection,
+                      logger: Logger) async throws -> [ReleaseKey: Set<SourceID>] {
         func order<K>(_ rows: [(K, Int64)], _ series: (K) -> SeriesKey, _ tail: (K, K) -> Bool) -> [(K, Int64)] {
             rows.sorted { a, b in
                 let (sa, sb) = (series(a.0), series(b.0))
@@ -155,9 +159,28 @@ extension PostgresTelemetryStore {
         if !delta.releases.isEmpty {
             try await connection.query(PostgresSQL.upsertReleaseCounts(delta.releases.sorted { $0.key < $1.key }), logger: logger)
         }
+        var added: [ReleaseKey: Set<SourceID>] = [:]
+        if !delta.releaseSources.isEmpty {
+            var rows: [(ReleaseKey, SourceID)] = []
+            for (release, ids) in delta.releaseSources {
+                for id in ids { rows.append((release, id)) }
+            }
+            // The writers' lock order (keys in `writeOrder`), then release and source.
+            rows.sort { a, b in
+                if a.0.series != b.0.series { return SeriesKey.writeOrder(a.0.series, b.0.series) }
+                return (a.0.minor, a.1) < (b.0.minor, b.1)
+            }
+            for try await (m, o, l, r, k, minor, source) in try await connection.query(
+                PostgresSQL.insertReleaseSources(rows, seenAt: seenAt), logger: logger)
+                .decode((String, Int, String, String, String, Int, Int).self) {
+                guard let key = series(m, o, l, r, k) else { continue }
+                added[ReleaseKey(series: key, minor: minor), default: []].insert(SourceID(UInt64(bitPattern: Int64(source))))
+            }
+        }
         if !delta.dayVotes.isEmpty {
             try await connection.query(PostgresSQL.upsertDayVotes(delta.dayVotes.sorted { $0.key < $1.key }), logger: logger)
         }
+        return added
     }
 
     /// Registers the commit's keys and decides which reach the index with the
@@ -167,8 +190,8 @@ extension PostgresTelemetryStore {
     /// The registry rows are locked (key order) while the decision is made, so
     /// two nodes never both admit a key (which would put its stored counts in
     /// the indexes twice).
-    static func admit(_ plan: CommitPlan, input: CommitInput, connection: PostgresConnection,
-                      logger: Logger) async throws -> (AggregateDelta, Set<UInt64>, Int) {
+    static func admit(_ plan: CommitPlan, input: CommitInput, newReleaseSources: [ReleaseKey: Set<SourceID>],
+                      connection: PostgresConnection, logger: Logger) async throws -> (AggregateDelta, Set<UInt64>, Int) {
         let (now, trusted) = (plan.now, plan.trustedKeys)
         var pass: Set<SeriesKey> = []
         var unknown: [SeriesKey] = []
@@ -212,7 +235,7 @@ extension PostgresTelemetryStore {
                 for key in newlyAdmitted { admittedNow.insert(key.fingerprint) }
             }
         }
-        var indexed = plan.indexDelta(passing: pass)
+        var indexed = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources)
         if !newlyAdmitted.isEmpty {
             indexed.merge(try await readCounts(keys: newlyAdmitted, connection: connection, logger: logger))
         }

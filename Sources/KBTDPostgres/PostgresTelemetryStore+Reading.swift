@@ -64,6 +64,11 @@ extension PostgresTelemetryStore {
             delta.releases[ReleaseBin(series: key, minor: minor, halfPoints: HeightBin.halfPoints(bin)), default: .zero]
                 += ReleaseCount(samples: Int64(samples), votes: Int64(votes))
         }
+        for try await (m, o, l, r, k, minor, source) in try await rows("SELECT \(columns), os_minor, source FROM release_sources")
+            .decode((String, Int, String, String, String, Int, Int).self) {
+            guard let key = series(m, o, l, r, k) else { continue }
+            delta.releaseSources[ReleaseKey(series: key, minor: minor), default: []].insert(SourceID(UInt64(bitPattern: Int64(source))))
+        }
         for try await (m, o, l, r, k, day, bin, votes) in try await rows("SELECT \(columns), day, height_bin, votes FROM day_votes")
             .decode((String, Int, String, String, String, Int, Double, Int).self) {
             guard let key = series(m, o, l, r, k) else { continue }

@@ -37,7 +37,7 @@ extension PostgresTelemetryStore {
         var arrays = KeyArrays()
         doomed.forEach { arrays.append($0) }
         for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                      "key_sources", "release_counts", "day_votes", "keys"] {
+                      "key_sources", "release_counts", "release_sources", "day_votes", "keys"] {
             let d = SQLBinds()
             try await connection.query(d.query("""
                 DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(d))))
@@ -48,22 +48,39 @@ extension PostgresTelemetryStore {
 
     /// In slices of 5,000 rows, skipping rows a commit holds (never waiting on one, so never
     /// deadlocking with a node's commit): a skipped row retires at the next pass.
+    /// A release's network hash (`release_sources`) retires with its key's, and where the key keeps
+    /// 8 other sources by its own first `seen_at`, as the SQLite store does; the count returned is the keys'.
     public func retireSources(seenBefore cutoff: Int64) async throws -> Int {
+        let keyHeld = """
+            AND NOT EXISTS (SELECT 1 FROM key_sources s WHERE s.model = r.model AND s.os_major = r.os_major
+                AND s.language = r.language AND s.orientation = r.orientation AND s.keyboard_type = r.keyboard_type
+                AND s.source = r.source AND COALESCE(s.seen_at, 0) >= r.cutoff)
+            """
+        _ = try await retireSources(in: "release_sources", keyColumns: PostgresSQL.keyColumns + ", os_minor", seenBefore: cutoff,
+                                    condition: keyHeld)
+        return try await retireSources(in: "key_sources", keyColumns: PostgresSQL.keyColumns, seenBefore: cutoff)
+    }
+
+    /// `condition`: more of the WHERE clause, on the table as `r` (`r.cutoff` stands for the cutoff).
+    private func retireSources(in table: String, keyColumns: String, seenBefore cutoff: Int64,
+                               condition: String = "") async throws -> Int {
         let database = self.database
+        let match = keyColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { "k.\($0) = d.\($0)" }.joined(separator: " AND ")
         var total = 0
         while true {
             let retired = try await database.withConnection { connection in
                 let b = SQLBinds()
+                let cutoffBind = b(Int(cutoff)) + "::bigint"
                 var count = 0
                 for try await value in try await connection.query(b.query("""
                     WITH doomed AS (
-                        SELECT model, os_major, language, orientation, keyboard_type, source FROM key_sources
-                        WHERE source > 0 AND COALESCE(seen_at, 0) < \(b(Int(cutoff)))
-                        LIMIT 5000 FOR UPDATE SKIP LOCKED),
+                        SELECT \(keyColumns), source FROM \(table) r
+                        WHERE source > 0 AND COALESCE(seen_at, 0) < \(cutoffBind) \(condition.replacingOccurrences(of: "r.cutoff", with: cutoffBind))
+                        LIMIT 5000 FOR UPDATE OF r SKIP LOCKED),
                     retired AS (
-                        UPDATE key_sources k SET source = \(PostgresSQL.retiredSource), seen_at = NULL FROM doomed d
-                        WHERE k.model = d.model AND k.os_major = d.os_major AND k.language = d.language
-                          AND k.orientation = d.orientation AND k.keyboard_type = d.keyboard_type AND k.source = d.source
+                        UPDATE \(table) k SET source = \(PostgresSQL.retiredSource), seen_at = NULL FROM doomed d
+                        WHERE \(match) AND k.source = d.source
                         RETURNING 1)
                     SELECT COUNT(*)::bigint FROM retired
                     """), logger: database.logger).decode(Int.self) {

@@ -69,10 +69,13 @@ public struct CommitPlan: Sendable {
 
     /// What the in-memory index takes from this commit: the counts of the keys
     /// in `passing` (already admitted, or admitted by another node), and every
-    /// screen count (screens are counted per model, not per key).
-    public func indexDelta(passing: Set<SeriesKey>) -> AggregateDelta {
+    /// screen count (screens are counted per model, not per key). Of their release
+    /// sources only `newReleaseSources`, those the commit stored for the first time:
+    /// the index counts every release source it is given (`HeightIndex.apply`).
+    public func indexDelta(passing: Set<SeriesKey>, newReleaseSources: [ReleaseKey: Set<SourceID>]) -> AggregateDelta {
         var delta = added.filter { passing.contains($0) }
         delta.screens = added.screens
+        delta.releaseSources = newReleaseSources.filter { passing.contains($0.key.series) && !$0.value.isEmpty }
         return delta
     }
 }

@@ -52,9 +52,16 @@ public struct IndexedKeys: Sendable {
         var sources: UInt8
         var trusted: Bool
         var portrait: Bool
+        /// A commit of this store already wrote (or tried to write) the trusted source's row
+        /// of the key (`key_sources`) and of its releases 0-31 (`release_sources`, one bit a
+        /// minor): in what was padding, so the entry stays 32 bytes (`knowsTrustedRow`).
+        var trustedKeyRow = false
+        var trustedReleaseRows: UInt32 = 0
     }
 
     private var entries: [UInt64: Compact] = [:]
+    /// Bytes of one entry's value (32: the trusted-row bits sit in what was padding).
+    static var entryStride: Int { MemoryLayout<Compact>.stride }
     /// Model, language and keyboard-type strings, each held once.
     private var names = IndexStrings()
     /// At most the weakest support in the index (exact after each scan; supports only grow in between).
@@ -104,6 +111,30 @@ public struct IndexedKeys: Sendable {
         if moved { entry.lastSeenDay = day }
         entries[fingerprint] = entry
         return moved
+    }
+
+    /// Whether a commit already wrote the trusted source's row of this indexed key
+    /// (`minor` nil: `key_sources`) or of its release `minor` (`release_sources`, minors
+    /// 0-31). Writing it again is then provably a no-op: the row is there, or the key
+    /// (release) had 8 other sources, and rows only leave with their key (which leaves
+    /// this list), trusted rows are never retired and never move a last-seen time.
+    public func knowsTrustedRow(_ fingerprint: UInt64, minor: Int? = nil) -> Bool {
+        guard let entry = entries[fingerprint] else { return false }
+        guard let minor else { return entry.trustedKeyRow }
+        return (0..<32).contains(minor) && entry.trustedReleaseRows & (1 << UInt32(minor)) != 0
+    }
+
+    /// Records that a commit wrote (or tried to write) the trusted source's row (see `knowsTrustedRow`).
+    /// A commit that then fails drops the store, and this list with it (`GroupCommitWriter`).
+    public mutating func noteTrustedRow(_ fingerprint: UInt64, minor: Int? = nil) {
+        guard var entry = entries[fingerprint] else { return }
+        if let minor {
+            guard (0..<32).contains(minor) else { return }
+            entry.trustedReleaseRows |= 1 << UInt32(minor)
+        } else {
+            entry.trustedKeyRow = true
+        }
+        entries[fingerprint] = entry
     }
 
     /// Places confirmed `candidates` (keys not in the index) with `capacity`

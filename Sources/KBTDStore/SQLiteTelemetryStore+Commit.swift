@@ -38,8 +38,8 @@ extension SQLiteTelemetryStore {
         ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
         """
     /// Remembers up to 8 sources per key: enough to tell one source from several.
-    /// A source already remembered only has its last-seen time moved on (`touchKeySource`;
-    /// a network's keyed hash is kept `source_retention_days` after that time), so a change
+    /// A network already remembered only has its last-seen time moved on (`touchKeySource`, run
+    /// first; a network's keyed hash is kept `source_retention_days` after that time), so a change
     /// here is a new source of the key (the index's support counts them).
     static let insertKeySource = """
         INSERT INTO key_sources(model, os_major, language, orientation, keyboard_type, source, seen_at)
@@ -124,10 +124,10 @@ extension SQLiteTelemetryStore {
     /// Writes a settled commit's decisions inside the commit's transaction: the counts,
     /// the keys' admission, the hours' ingest counts and the day's budgets.
     func apply(_ plan: CommitPlan) throws -> CommitResult {
-        let newSources = try write(plan.added, seenAt: plan.now)
+        let written = try write(plan.added, seenAt: plan.now)
         // A failed commit leaves `indexed` ahead of the database: the writer then drops this
         // store and opens a new one, which reads it again.
-        let outcome = try admit(plan, newSources: newSources)
+        let outcome = try admit(plan, newSources: written.keys, newReleaseSources: written.releases)
         try writeHourlyIngest(plan.hourlyIngest)
         try writeLedger(plan.ledgers)
         var result = CommitResult(stored: plan.stored, added: outcome.added, admitted: outcome.admitted)
@@ -143,7 +143,8 @@ extension SQLiteTelemetryStore {
     /// key is marked not admitted, keeps its counts on disk, and is returned to
     /// leave the index); an admitted key passes everything stored for it; the
     /// rest stay on disk. `last_seen` moves at most once a key a UTC day.
-    func admit(_ plan: CommitPlan, newSources: [SeriesKey: (count: Int, trusted: Bool)]) throws
+    func admit(_ plan: CommitPlan, newSources: [SeriesKey: (count: Int, trusted: Bool)],
+               newReleaseSources: [ReleaseKey: Set<SourceID>]) throws
         -> (added: AggregateDelta, admitted: Int, evicted: [SeriesKey]) {
         let rules = admission()
         let (now, trusted) = (plan.now, plan.trustedKeys)
@@ -176,18 +177,24 @@ extension SQLiteTelemetryStore {
         let (newlyAdmitted, evicted) = indexed.place(candidates, capacity: rules.maxIndexedKeys)
         for key in evicted { try statement(Self.evictKey).run(Self.keyValues(key)) }
         for key in newlyAdmitted { try statement(Self.admitKey).run([.int(now)] + Self.keyValues(key)) }
-        var delta = plan.indexDelta(passing: pass)
+        var delta = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources)
         for key in newlyAdmitted {
             delta.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
         }
         return (delta, newlyAdmitted.count, evicted)
     }
 
+    /// What a commit's `write` took in: per key, the new distinct sources of `key_sources` (and
+    /// whether one is a trusted peer); per (key, release), the sources `release_sources` added.
+    struct WrittenSources {
+        var keys: [SeriesKey: (count: Int, trusted: Bool)] = [:]
+        var releases: [ReleaseKey: Set<SourceID>] = [:]
+    }
+
     /// Upserts every count of `delta`; `seenAt` (Unix seconds) is when its client networks reported
-    /// their keys. Returns, per key, the sources `key_sources` took in (new distinct sources, and
-    /// whether one is a trusted peer).
+    /// their keys. Returns the sources stored for the first time (`WrittenSources`).
     @discardableResult
-    func write(_ delta: AggregateDelta, seenAt: Int64) throws(SQLiteError) -> [SeriesKey: (count: Int, trusted: Bool)] {
+    func write(_ delta: AggregateDelta, seenAt: Int64) throws(SQLiteError) -> WrittenSources {
         let heights = try statement(Self.upsertHeightCounts)
         for (key, count) in delta.heights {
             try heights.run(Self.keyValues(key.series) + [.text(key.placement.rawValue), .double(HeightBin.points(key.halfPoints)), .int(count)])
@@ -214,13 +221,25 @@ extension SQLiteTelemetryStore {
         let touch = try statement(Self.touchKeySource)
         var newSources: [SeriesKey: (count: Int, trusted: Bool)] = [:]
         for (series, ids) in delta.sources {
+            let fingerprint = ids.contains(.trusted) ? series.fingerprint : 0
             for id in ids {
+                if id == .trusted {
+                    // A row a commit already wrote: writing it again changes nothing (`knowsTrustedRow`).
+                    if skipsKnownTrustedRows && indexed.knowsTrustedRow(fingerprint) { continue }
+                    indexed.noteTrustedRow(fingerprint)
+                }
                 // Only a network's keyed hash has a last-seen time: trusted and retired rows never expire.
+                // A network that reported the key before (the usual case) is one statement: its
+                // last-seen time moves on; else it is inserted, if the key keeps fewer than 8.
+                if id.isNetworkHash && touchesKnownNetworksFirst {
+                    try touch.run([.int(seenAt), .int(seenAt)] + Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
+                    if db.changes == 1 { continue }
+                }
                 try sources.run(Self.keyValues(series) + [.int(Int64(bitPattern: id.value)), id.isNetworkHash ? .int(seenAt) : .null])
                 if db.changes == 1 {
                     newSources[series, default: (0, false)].count += 1
                     if id == .trusted { newSources[series, default: (0, false)].trusted = true }
-                } else if id.isNetworkHash {
+                } else if id.isNetworkHash && !touchesKnownNetworksFirst {
                     try touch.run([.int(seenAt), .int(seenAt)] + Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
                 }
             }
@@ -232,7 +251,8 @@ extension SQLiteTelemetryStore {
             }
         }
         try writeReleases(delta.releases)
+        let newReleaseSources = try writeReleaseSources(delta.releaseSources, seenAt: seenAt)
         try writeDayVotes(delta.dayVotes)
-        return newSources
+        return WrittenSources(keys: newSources, releases: newReleaseSources)
     }
 }

@@ -66,6 +66,12 @@ extension SQLiteTelemetryStore {
                 Self.addRelease(row, key, to: &delta)
             }
         }
+        if try hasTable("release_sources") {
+            try read("SELECT \(keyColumns), os_minor, source FROM release_sources") { row, key in
+                delta.releaseSources[ReleaseKey(series: key, minor: Int(row.int(5))), default: []]
+                    .insert(SourceID(UInt64(bitPattern: row.int(6))))
+            }
+        }
         if try hasTable("day_votes") {
             try read("SELECT \(keyColumns), day, height_bin, votes FROM day_votes") { row, key in
                 delta.dayVotes[DayVoteBin(series: key, day: Int(row.int(5)), halfPoints: HeightBin.halfPoints(row.double(6))),

@@ -1,7 +1,7 @@
 import KBTDCore
 
-/// Per-release counts (`release_counts`, schema v9): written with each commit's other
-/// counts, read back with them when the index loads.
+/// Per-release counts (`release_counts`, schema v9) and sources (`release_sources`, v11):
+/// written with each commit's other counts, read back with them when the index loads.
 extension SQLiteTelemetryStore {
     static let upsertReleaseCounts = """
         INSERT INTO release_counts(model, os_major, language, orientation, keyboard_type, os_minor, height_bin, samples, votes)
@@ -16,6 +16,40 @@ extension SQLiteTelemetryStore {
             try upsert.run(Self.keyValues(bin.series) + [.int(Int64(bin.minor)), .double(HeightBin.points(bin.halfPoints)),
                                                         .int(count.samples), .int(count.votes)])
         }
+    }
+
+    /// Remembers up to 8 sources per (key, release), as `insertKeySource` does per key, so a
+    /// change here is a new source of the release (the index counts them, `ReleaseSupport`).
+    /// `seen_at` is when a network's keyed hash first reported the release: a row already there
+    /// is not touched (one statement a source, not two); it retires with its key's row
+    /// (`retireSources`), or by its own `seen_at` where the key keeps 8 other sources.
+    static let insertReleaseSource = """
+        INSERT INTO release_sources(model, os_major, language, orientation, keyboard_type, os_minor, source, seen_at)
+        SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+        WHERE (SELECT COUNT(*) FROM release_sources WHERE model = ?1 AND os_major = ?2 AND language = ?3
+               AND orientation = ?4 AND keyboard_type = ?5 AND os_minor = ?6 AND source <> ?7) < 8
+        ON CONFLICT DO NOTHING
+        """
+    /// Stores which sources reported each (key, release); returns those stored for the first time
+    /// (what the index counts). Trusted and retired rows never expire.
+    func writeReleaseSources(_ sources: [ReleaseKey: Set<SourceID>], seenAt: Int64) throws(SQLiteError) -> [ReleaseKey: Set<SourceID>] {
+        guard !sources.isEmpty else { return [:] }
+        let insert = try statement(Self.insertReleaseSource)
+        var added: [ReleaseKey: Set<SourceID>] = [:]
+        for (release, ids) in sources {
+            let key = Self.keyValues(release.series) + [.int(Int64(release.minor))]
+            let fingerprint = ids.contains(.trusted) ? release.series.fingerprint : 0
+            for id in ids {
+                if id == .trusted {
+                    // As for `key_sources` (`write`): a row a commit already wrote is not written again.
+                    if skipsKnownTrustedRows && indexed.knowsTrustedRow(fingerprint, minor: release.minor) { continue }
+                    indexed.noteTrustedRow(fingerprint, minor: release.minor)
+                }
+                try insert.run(key + [.int(Int64(bitPattern: id.value)), id.isNetworkHash ? .int(seenAt) : .null])
+                if db.changes == 1 { added[release, default: []].insert(id) }
+            }
+        }
+        return added
     }
 
     /// One `release_counts` row (key columns, then os_minor, height_bin, samples, votes).

@@ -28,7 +28,7 @@ extension SQLiteTelemetryStore {
                 if let key = Self.series(row) { doomed.append(key) }
             }
             for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                          "key_sources", "release_counts", "day_votes", "keys"] {
+                          "key_sources", "release_counts", "release_sources", "day_votes", "keys"] {
                 let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
                 for key in doomed { try delete.run(Self.keyValues(key)) }
             }
@@ -39,11 +39,24 @@ extension SQLiteTelemetryStore {
     }
 
     public func retireSources(seenBefore cutoff: Int64) throws -> Int {
-        try statement("""
-            UPDATE key_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
-            WHERE source > 0 AND COALESCE(seen_at, 0) < ?
-            """).run([.int(cutoff)])
-        return db.changes
+        try db.inTransaction(.immediate) {
+            // A release's network hash retires with its key's (the key's row was not seen since the
+            // cutoff, or is gone), and where the key keeps 8 other sources, by its own first `seen_at`.
+            // Each release keeps its count of distinct sources.
+            try statement("""
+                UPDATE release_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
+                WHERE source > 0 AND COALESCE(seen_at, 0) < ?1
+                AND NOT EXISTS (SELECT 1 FROM key_sources k WHERE k.model = release_sources.model
+                    AND k.os_major = release_sources.os_major AND k.language = release_sources.language
+                    AND k.orientation = release_sources.orientation AND k.keyboard_type = release_sources.keyboard_type
+                    AND k.source = release_sources.source AND COALESCE(k.seen_at, 0) >= ?1)
+                """).run([.int(cutoff)])
+            try statement("""
+                UPDATE key_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
+                WHERE source > 0 AND COALESCE(seen_at, 0) < ?
+                """).run([.int(cutoff)])
+            return db.changes
+        }
     }
 
     public func pruneIdleKeys(lastSeenBefore cutoff: Int64, limit: Int) throws -> [SeriesKey] {

@@ -18,6 +18,12 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
     /// Keys admitted to the index and their support: a cache of `keys.admitted_at` (the
     /// owner), read at open and written only with it, by the writer's task (ARCHITECTURE.md).
     var indexed = IndexedKeys()
+    /// Skip a commit's write of a trusted source's `key_sources` / `release_sources` row the
+    /// writer knows is written (`IndexedKeys.knowsTrustedRow`; off only to measure what it saves).
+    package var skipsKnownTrustedRows = true
+    /// Move a known network's `key_sources.seen_at` before trying to insert it (one statement for
+    /// a network that reported the key before, two for a new one; off only to measure the order before).
+    package var touchesKnownNetworksFirst = true
     /// The last UTC day whose commit deleted earlier days' ledger rows.
     var ledgerDay: Int64 = -1
     /// The last UTC day (clock) whose upkeep pruned `day_votes` (two scans of the table: once a day).
@@ -146,6 +152,14 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
         if current == Schema.latestVersion {
             try db.execute("PRAGMA application_id = \(Schema.applicationID);")
         }
+    }
+
+    /// Statements this connection has run (`SQLITE_STMTSTATUS_RUN` summed over the cached
+    /// statements) and rows changed (`sqlite3_total_changes`): what a commit costs, for `kbtd-bench commit`.
+    package var statementRuns: (statements: Int, rowsChanged: Int) {
+        var runs = 0
+        for statement in statements.values { runs += Int(sqlite3_stmt_status(statement.handle, SQLITE_STMTSTATUS_RUN, 0)) }
+        return (runs, Int(sqlite3_total_changes(db.handle)))
     }
 
     func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {

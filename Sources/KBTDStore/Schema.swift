@@ -210,6 +210,29 @@ enum Schema {
                 PRIMARY KEY (model, os_major, language, orientation, keyboard_type, day, height_bin)
             ) WITHOUT ROWID;
             """),
+        Migration(version: 11, name: "release sources: the networks behind each key on each OS release", sql: """
+            -- Which sources reported each key on each OS release, kept as key_sources keeps them per
+            -- key: at most 8 per (key, release); 0 a trusted peer; a network's keyed hash kept
+            -- source_retention_days after seen_at, then retired. A release answers on its own only
+            -- with min_sources of its own. Releases stored before this version inherit their key's
+            -- sources (the support they were served on until now), so an upgrade changes no answer.
+            CREATE TABLE release_sources (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                os_minor      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                source        INTEGER NOT NULL,
+                seen_at       INTEGER,
+                PRIMARY KEY (model, os_major, os_minor, language, orientation, keyboard_type, source)
+            ) WITHOUT ROWID;
+            INSERT INTO release_sources
+                SELECT r.model, r.os_major, r.os_minor, r.language, r.orientation, r.keyboard_type, s.source, s.seen_at
+                FROM (SELECT DISTINCT model, os_major, os_minor, language, orientation, keyboard_type FROM release_counts) r
+                JOIN key_sources s ON s.model = r.model AND s.os_major = r.os_major AND s.language = r.language
+                    AND s.orientation = r.orientation AND s.keyboard_type = r.keyboard_type;
+            """),
     ]
 
     /// `PRAGMA application_id` of a kbtd database ("kbtd" in ASCII): tells

@@ -30,6 +30,7 @@ struct IndexMemory: ParsableCommand {
                 delta.animations[AnimationCountKey(series: series, event: .show, bin: AnimationBin(durationMs: 250, curve: 7))] = 1
                 for minor in 0..<max(0, releases) {
                     delta.releases[ReleaseBin(series: series, minor: minor + 1, halfPoints: 672)] = ReleaseCount(samples: 1, votes: 1)
+                    delta.releaseSources[ReleaseKey(series: series, minor: minor + 1)] = [.trusted]
                 }
                 for day in 0..<max(0, voteDays) {
                     delta.dayVotes[DayVoteBin(series: series, day: 20_000 + day, halfPoints: 672)] = 1

@@ -1,5 +1,5 @@
 import Foundation
-import KBTDCore
+@testable import KBTDCore
 import Testing
 
 @Suite("Point releases answer on their own where they moved keyboards")
@@ -118,5 +118,118 @@ struct ReleaseTests {
     @Test func theReleaseOfADeviceIsItsMinor() {
         #expect(FieldRules.osMinor("26.2") == 2 && FieldRules.osMinor("26.0.1") == 0 && FieldRules.osMinor("26") == 0)
         #expect(FieldRules.osMinor("26.x") == nil)
+    }
+}
+
+@Suite("A point release answers on its own only with min_sources of its own")
+struct ReleaseSourceTests {
+    /// One network's batch: `count` docked shows on `os` from `network`, its key attributed to
+    /// that source as `SourcePolicy.apply` attributes it (votes left uncapped: the sources are the point).
+    static func networkBatch(model: String, os: String, language: String, height: Double, count: Int,
+                             network: Int) -> AggregateDelta {
+        let device = Device(model: model, os: os, osMajor: FieldRules.osMajor(os)!)
+        var delta = AggregateDelta()
+        for _ in 0..<count {
+            delta.add(Sample(t: 0, event: .show, language: language, orientation: .portrait, height: height,
+                             safeAreaBottom: 34, duration: 0.25, curve: 7), device: device)
+        }
+        let source = SourceID(network: "198.51.100.\(network)", key: SourceKey(k0: 3, k1: 5))
+        for key in delta.sources.keys { delta.sources[key] = [source] }
+        delta.recordRelease(os: os)
+        return delta
+    }
+
+    /// Trusted 26.1 history on every model (so every key has its sources), then 26.2 moves
+    /// ja-JP by 4 pt, reported on each model by `networks(model)` distinct networks, 100
+    /// samples each. Each (key, release, network) reaches the index once, as the stores pass it.
+    static func index(networks: (String) -> Int) -> HeightIndex {
+        var index = HeightIndex()
+        for model in ReleaseFleet.models {
+            let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+            index.apply(ReleaseFleet.batch(model: model, os: "26.1", language: "ja-JP", height: old, count: 1_500))
+            for network in 0..<networks(model) {
+                index.apply(networkBatch(model: model, os: "26.2", language: "ja-JP", height: old + 4, count: 100,
+                                         network: network))
+            }
+        }
+        return index
+    }
+
+    @Test func aReleaseReportedByFewerNetworksThanMinSourcesKeepsTheKeysAnswer() throws {
+        let estimator = HeightEstimator()  // min_sources 3
+        let bogus = ReleaseFleet.models[0]
+        // Four models hear the move from 3 networks each; on the first, one network alone reports it.
+        let index = Self.index { $0 == bogus ? 1 : 3 }
+        let key = SeriesKey(model: bogus, osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+        let release = try #require(index.releases(of: key).first { $0.minor == 2 })
+        #expect(release.stats.support == ReleaseSupport(sources: 1, trusted: false) && release.stats.samples == 100)
+        // The key itself has a trusted peer, so only the release's own sources hold the answer back.
+        #expect(index.series(key).map(estimator.supports) == true)
+        #expect(estimator.releaseMoved(osMajor: 26, minor: 2, language: "ja-JP", orientation: .portrait,
+                                       keyboardType: "default", in: index))
+        for model in ReleaseFleet.models {
+            let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+            let answer = estimator.estimate(try ReleaseFleet.query(model, "ja-JP", "26.2"), in: index)
+            if model == bogus {
+                // The key's answer stands (its 1,500 trusted samples), exactly as on the chain before releases.
+                #expect(answer == HeightEstimator(chain: .beforeReleases).estimate(try ReleaseFleet.query(model, "ja-JP", "26.2"),
+                                                                                   in: index))
+                #expect(answer.height == old && answer.samples == 1_600, "\(model): \(answer)")
+            } else {
+                #expect(answer.height == old + 4 && answer.samples == 300, "\(model): \(answer)")
+            }
+            #expect(estimator.estimate(try ReleaseFleet.query(model, "ja-JP", "26.1"), in: index).height == old)
+        }
+    }
+
+    @Test func minSourcesNetworksOrATrustedPeerLetTheReleaseAnswer() throws {
+        let model = ReleaseFleet.models[0]
+        let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+        // Two networks on every model: under min_sources (3), so no release shows it moved.
+        let two = Self.index { _ in 2 }
+        #expect(!HeightEstimator().releaseMoved(osMajor: 26, minor: 2, language: "ja-JP", orientation: .portrait,
+                                                keyboardType: "default", in: two))
+        #expect(HeightEstimator().estimate(try ReleaseFleet.query(model, "ja-JP", "26.2"), in: two).height == old)
+        // With min_sources 2 the same data is enough.
+        var settings = EstimatorSettings()
+        settings.minSources = 2
+        #expect(HeightEstimator(settings: settings).estimate(try ReleaseFleet.query(model, "ja-JP", "26.2"), in: two).height == old + 4)
+        // Three networks (min_sources) are enough.
+        let three = Self.index { _ in 3 }
+        #expect(HeightEstimator().estimate(try ReleaseFleet.query(model, "ja-JP", "26.2"), in: three).height == old + 4)
+        // A trusted peer alone is enough (`ReleaseFleet`'s batches are a trusted peer's).
+        let trusted = ReleaseFleet.index(shift: 4, newSamples: 300)
+        let key = SeriesKey(model: model, osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+        #expect(trusted.releases(of: key).allSatisfy { $0.stats.support.trusted })
+        #expect(HeightEstimator().estimate(try ReleaseFleet.query(model, "ja-JP", "26.2"), in: trusted).height == old + 4)
+    }
+
+    @Test func releaseSourcesAreRecordedPerBatchAndCountedUpToTheLimit() {
+        let model = ReleaseFleet.models[0]
+        let batch = Self.networkBatch(model: model, os: "26.2.1", language: "ja-JP", height: 380, count: 3, network: 7)
+        let key = SeriesKey(model: model, osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+        let source = SourceID(network: "198.51.100.7", key: SourceKey(k0: 3, k1: 5))
+        #expect(batch.releaseSources == [ReleaseKey(series: key, minor: 2): [source]])
+        // Merging keeps each release's sources apart; filtering keeps them with their key.
+        var merged = batch
+        merged.merge(Self.networkBatch(model: model, os: "26.1", language: "ja-JP", height: 380, count: 3, network: 8))
+        #expect(merged.releaseSources.count == 2 && merged.releaseSources[ReleaseKey(series: key, minor: 2)] == [source])
+        #expect(merged.filter { $0.model != model }.releaseSources.isEmpty)
+
+        var support = ReleaseSupport()
+        #expect(!support.satisfies(1))
+        support.add(Set((1...5).map { SourceID(UInt64($0)) }))
+        #expect(support.sources == 5 && support.satisfies(5) && !support.satisfies(6))
+        support.add(Set((6...20).map { SourceID(UInt64($0)) }))
+        #expect(support.sources == 8 && !support.trusted, "at most 8 kept, as key_sources per key")
+        support.add([.trusted])
+        #expect(support.trusted && support.satisfies(8))
+        #expect(ReleaseSupport.union([ReleaseSupport(sources: 2, trusted: false), ReleaseSupport(sources: 1, trusted: true)])
+                == ReleaseSupport(sources: 2, trusted: true))
+    }
+
+    @Test func theSupportAddsNoMemoryToAReleaseEntry() {
+        #expect(MemoryLayout<ReleaseEntry>.stride == 40)
+        #expect(MemoryLayout<ReleaseSupport>.size == 2)
     }
 }

@@ -82,6 +82,154 @@ struct ReleaseStoreTests {
     }
 }
 
+/// A batch from client network `network` (its keys attributed to it, as ingest attributes them).
+func networkReleaseBatch(_ id: String, os: String, network: Int, model: String = "iPhone17,1", height: Double = 384,
+                         count: Int = 30, receivedAt: Int64 = 1_000) -> PendingBatch {
+    var batch = releaseBatch(id, os: os, model: model, height: height, count: count, receivedAt: receivedAt)
+    batch.source = networkSource(network)
+    var delta = ReleaseFleet.batch(model: model, os: os, language: "ja-JP", height: height, count: count)
+    delta.releaseSources = [:]
+    for key in delta.sources.keys { delta.sources[key] = [batch.source] }
+    delta.recordRelease(os: os)
+    batch.delta = delta
+    return batch
+}
+
+func networkSource(_ network: Int) -> SourceID { SourceID(network: "198.51.100.\(network)", key: SourceKey(k0: 3, k1: 5)) }
+
+@Suite("Release sources in the stores (schema v11)", .ownThreads, .serialized)
+struct ReleaseSourceStoreTests {
+    static let key = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+    static let release2 = ReleaseKey(series: key, minor: 2)
+
+    /// Each (key, release, source) is stored once and reaches the index once: a commit's index
+    /// delta carries only the release sources it stored for the first time, a reopened store
+    /// hands back every one, and both build the same support. Retiring the networks' hashes
+    /// keeps each release's count.
+    @Test(arguments: StoreKind.available)
+    func releaseSourcesAreStoredOnceAndCountedOnceAcrossCommitsAndReopening(kind: StoreKind) async throws {
+        let subject = try StoreUnderTest(kind)
+        var live = HeightIndex()
+        do {
+            let store = try await subject.open()
+            // A trusted peer's 26.1 data admits the key (and is 26.1's support).
+            let first = try await store.commit([releaseBatch("t", os: "26.1", height: 380, count: 200)])
+            live.apply(first.added)
+            let one = try await store.commit([networkReleaseBatch("a", os: "26.2", network: 1),
+                                              networkReleaseBatch("b", os: "26.2.1", network: 1)])
+            #expect(one.added.releaseSources == [Self.release2: [networkSource(1)]])
+            live.apply(one.added)
+            // Network 1 again: nothing new; network 2: new.
+            let two = try await store.commit([networkReleaseBatch("c", os: "26.2", network: 1, receivedAt: 2_000),
+                                              networkReleaseBatch("d", os: "26.2", network: 2, receivedAt: 2_000)])
+            #expect(two.added.releaseSources == [Self.release2: [networkSource(2)]])
+            live.apply(two.added)
+            let three = try await store.commit([networkReleaseBatch("e", os: "26.2", network: 2, receivedAt: 3_000)])
+            #expect(three.added.releaseSources.isEmpty)
+            live.apply(three.added)
+        }
+        let supports = { (index: HeightIndex) in index.releases(of: Self.key).map { [$0.minor: $0.stats.support] } }
+        #expect(supports(live) == [[1: ReleaseSupport(sources: 1, trusted: true)], [2: ReleaseSupport(sources: 2, trusted: false)]])
+        let reopened = try await subject.open()
+        let counts = try await reopened.loadIndexCounts()
+        #expect(counts.releaseSources == [ReleaseKey(series: Self.key, minor: 1): [.trusted],
+                                          Self.release2: [networkSource(1), networkSource(2)]])
+        var loaded = HeightIndex()
+        loaded.apply(counts)
+        #expect(supports(loaded) == supports(live))
+        #expect(try await reopened.loadCounts().releaseSources == counts.releaseSources)
+
+        // A release's hash retires with its key's row: network 1, reporting the key again (on 26.1)
+        // long after, keeps its 26.2 row; network 2, silent since, loses it (the count stays).
+        _ = try await reopened.commit([networkReleaseBatch("f", os: "26.1", network: 1, receivedAt: 500_000)])
+        _ = try await reopened.retireSources(seenBefore: 400_000)
+        let partly = try await subject.open().loadIndexCounts().releaseSources
+        #expect(partly[Self.release2]?.contains(networkSource(1)) == true && partly[Self.release2]?.count == 2)
+        #expect(partly[Self.release2]?.contains(networkSource(2)) == false)
+        // Past retention every network hash is retired, in release_sources as in key_sources: counts stay.
+        _ = try await reopened.retireSources(seenBefore: 1_000_000)
+        let retired = try await subject.open().loadIndexCounts().releaseSources
+        #expect(retired[Self.release2]?.count == 2 && retired[Self.release2]?.allSatisfy { !$0.isNetworkHash && $0 != .trusted } == true)
+        #expect(retired[ReleaseKey(series: Self.key, minor: 1)]?.count == 2)
+        #expect(retired[ReleaseKey(series: Self.key, minor: 1)]?.contains(.trusted) == true)
+    }
+
+    /// Other PostgreSQL nodes count a release's new sources from the commit log, as the committing node does.
+    @Test func theCommitLogCarriesReleaseSources() {
+        var delta = AggregateDelta()
+        for (i, os) in ["26.1", "26.2", "26.2.1", "26.2"].enumerated() { delta.merge(networkReleaseBatch("\(i)", os: os, network: i).delta) }
+        delta.releaseSources[ReleaseKey(series: Self.key, minor: 1), default: []].insert(.trusted)
+        #expect(delta.releaseSources[Self.release2]?.count == 3)
+        #expect(DeltaCoding.decode(DeltaCoding.encode(delta)) == delta)
+    }
+
+    /// The schema v10 database: release rows and the key's sources, no `release_sources`. Migration 11
+    /// gives each release its key's sources (what it was served on), so no answer changes.
+    static let version10Rows = """
+        INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'docked', 384.0, 1800);
+        INSERT INTO height_votes VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 384.0, 1800);
+        INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 0, NULL);
+        INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 77, 1000);
+        INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', -9, NULL);
+        INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'en-US', 'portrait', 'default', 78, 1000);
+        INSERT INTO animation_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'show', 250, 7, 1800);
+        INSERT INTO keys VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 1000, 1000, 1000);
+        INSERT INTO release_counts VALUES ('iPhone17,1', 26, 1, 'ja-JP', 'portrait', 'default', 380.0, 1500, 1500);
+        INSERT INTO release_counts VALUES ('iPhone17,1', 26, 2, 'ja-JP', 'portrait', 'default', 384.0, 300, 300);
+        INSERT INTO release_counts VALUES ('iPhone17,1', 26, 2, 'ja-JP', 'portrait', 'default', 380.0, 1, 1);
+        """
+
+    static func expectInherited(_ counts: AggregateDelta) {
+        let inherited: Set<SourceID> = [.trusted, SourceID(77), SourceID(UInt64(bitPattern: -9))]
+        #expect(counts.releaseSources == [ReleaseKey(series: key, minor: 1): inherited, release2: inherited])
+        #expect(counts.releases.count == 3 && counts.releases.values.map(\.samples).reduce(0, +) == 1_801)
+        #expect(counts.sources[key] == inherited)
+    }
+
+    @Test func aVersion10DatabaseGivesEachReleaseItsKeysSources() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("v10.sqlite").path
+        do {
+            let db = try SQLiteConnection(path: path, mode: .readWrite)
+            try db.execute("PRAGMA journal_mode = WAL;")
+            try db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);")
+            for migration in Schema.migrations where migration.version <= 10 {
+                try db.execute(migration.sql)
+                try db.execute("INSERT INTO schema_migrations VALUES (\(migration.version), '\(migration.name.replacingOccurrences(of: "'", with: "''"))', 0);")
+            }
+            try db.execute(Self.version10Rows)
+        }
+        let before = try SQLiteTelemetryStore(path: path, access: .readOnly).loadCounts()
+        #expect(before.releaseSources.isEmpty && before.releases.count == 3, "read-only: not migrated")
+        let store = try SQLiteTelemetryStore(path: path)
+        let after = try store.loadCounts()
+        Self.expectInherited(after)
+        var withoutReleaseSources = after
+        withoutReleaseSources.releaseSources = [:]
+        #expect(withoutReleaseSources == before, "nothing else changed")
+        Self.expectInherited(try store.loadIndexCounts())
+        #expect(try store.integrityCheck() == "ok")
+    }
+
+    @Test(.enabled(if: TestPostgres.available))
+    func aVersion10PostgresDatabaseGivesEachReleaseItsKeysSources() async throws {
+        let postgres = try TestPostgres()
+        for sql in PostgresSchema.bookkeeping { try postgres.psql("kbtd", sql, user: "kbtd") }
+        for migration in PostgresSchema.migrations where migration.version <= 10 {
+            for sql in migration.sql { try postgres.psql("kbtd", sql, user: "kbtd") }
+            try postgres.psql("kbtd", "INSERT INTO schema_migrations VALUES (\(migration.version), 'v\(migration.version)', 0)", user: "kbtd")
+        }
+        try postgres.psql("kbtd", Self.version10Rows, user: "kbtd")
+        let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
+        defer { database.close() }
+        let store = try await PostgresTelemetryStore(database: database, admission: { IndexAdmission() })
+        #expect(try postgres.psql("kbtd", "SELECT MAX(version) FROM schema_migrations") == "\(PostgresSchema.latestVersion)")
+        Self.expectInherited(try await store.loadCounts())
+        Self.expectInherited(try await store.loadIndexCounts())
+    }
+}
+
 @Suite("Point releases through the daemon's routes", .ownThreads)
 struct ReleaseRouteTests {
     /// The issue's scenario over HTTP: 26.1 history, then 26.2 moves ja-JP by 4 pt on every model.

@@ -40,9 +40,15 @@ struct StoreCoreTests {
                                pendingBatch("2", model: "iPhone16,2")])
         plan.settle(claimed: ["1", "2"])
         let admitted = try #require(plan.added.seriesKeys.first { $0.model == "iPhone16,2" })
-        let delta = plan.indexDelta(passing: [admitted])
+        let other = try #require(plan.added.seriesKeys.first { $0.model == "iPhone17,1" })
+        // Of the release sources, only those the commit stored first, of passing keys (the index counts them).
+        let stored: [ReleaseKey: Set<SourceID>] = [ReleaseKey(series: admitted, minor: 2): [.trusted],
+                                                   ReleaseKey(series: other, minor: 2): [.trusted]]
+        let delta = plan.indexDelta(passing: [admitted], newReleaseSources: stored)
         #expect(delta.seriesKeys == [admitted])
         #expect(delta.screens == plan.added.screens && !delta.screens.isEmpty)
+        #expect(delta.releaseSources == [ReleaseKey(series: admitted, minor: 2): [.trusted]])
+        #expect(plan.indexDelta(passing: [admitted], newReleaseSources: [:]).releaseSources.isEmpty)
     }
 
     @Test func theRoomRuleFillsStrongestFirstAndNeverBelowZero() {

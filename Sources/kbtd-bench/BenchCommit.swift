@@ -1,0 +1,94 @@
+import ArgumentParser
+import Foundation
+import KBTDCore
+import KBTDStore
+
+/// What one SQLite group commit costs in statements and rows: the same decoded workload
+/// batches (100 samples each, every batch tagged with one of two OS releases) committed in
+/// groups to a fresh database, once per layout, alternating in each round:
+///
+/// - `key sources only`: the commit as before per-release sources (no `release_sources`
+///   rows, every trusted `key_sources` row written again each commit, a network's row
+///   inserted before its `seen_at` is moved);
+/// - `release sources`: with `release_sources`, otherwise the same;
+/// - `release sources, known rows skipped`: what kbtd runs (`IndexedKeys.knowsTrustedRow`;
+///   a network's `seen_at` moved first, the insert only when it was not there).
+///
+/// Statements are `SQLITE_STMTSTATUS_RUN` summed over the store's cached statements (the
+/// transaction's BEGIN and COMMIT are not among them), rows `sqlite3_total_changes`.
+struct Commit: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Statements and rows per SQLite group commit, in-process.")
+    @Option var batches = 2_000
+    @Option var group = 32
+    @Option var rounds = 3
+    @Option var seed: UInt64 = 1
+    @Option(help: "Distinct client networks of the untrusted batches.") var networks = 64
+    @Flag(help: "Batches from 64 untrusted networks (capped votes) instead of a trusted peer.") var untrusted = false
+
+    enum Layout: String, CaseIterable {
+        case keySourcesOnly = "key sources only (as before)"
+        case releaseSources = "release sources, every row written"
+        case skipping = "release sources, known rows skipped"  // and known networks touched first
+    }
+
+    func run() throws {
+        var workload = Workload(seed: seed)
+        let now = Date().timeIntervalSince1970
+        let rules = FieldRules()
+        var policy = SourcePolicy()
+        let sourceKey = SourceKey(k0: 7, k1: 11)
+        var pending: [PendingBatch] = []
+        for i in 0..<batches {
+            let batch = try BatchIntake.validate(json: workload.batchJSON(now: now), now: now, rules: rules)
+            var item = PendingBatch(batch, receivedAt: Int64(now) + Int64(i / 500))
+            if untrusted {
+                let network = "198.51.\(i % networks / 256).\(i % networks % 256)"
+                item.source = SourceID(network: network, key: sourceKey)
+                item.ledger = policy.apply(to: &item.delta, source: item.source, now: now)
+            }
+            item.delta.recordRelease(os: i % 3 == 0 ? "26.2" : "26.1")
+            item.delta.recordDay(receivedAt: item.receivedAt)
+            pending.append(item)
+        }
+        let groups = stride(from: 0, to: pending.count, by: group).map { Array(pending[$0..<min($0 + group, pending.count)]) }
+        var results: [Layout: [(statements: Double, rows: Double, cpu: Double)]] = [:]
+        for _ in 0..<rounds {
+            for layout in Layout.allCases {
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kbtd-bench-commit-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: directory) }
+                let store = try SQLiteTelemetryStore(path: directory.appendingPathComponent("kbtd.sqlite").path,
+                                                     admission: { IndexAdmission(minSources: 3, maxIndexedKeys: 1_000_000) })
+                store.skipsKnownTrustedRows = layout == .skipping
+                store.touchesKnownNetworksFirst = layout == .skipping
+                let start = store.statementRuns
+                let cpuStart = threadCPU()
+                for var commit in groups {
+                    if layout == .keySourcesOnly {
+                        for i in commit.indices { commit[i].delta.releaseSources = [:] }
+                    }
+                    _ = try store.commit(commit)
+                }
+                let end = store.statementRuns
+                let count = Double(groups.count)
+                results[layout, default: []].append((Double(end.statements - start.statements) / count,
+                                                     Double(end.rowsChanged - start.rowsChanged) / count,
+                                                     (threadCPU() - cpuStart) * 1e6 / count))
+            }
+        }
+        print("commit: \(batches) batches of 100 samples in groups of \(group), \(untrusted ? "\(networks) untrusted networks" : "trusted"), \(rounds) rounds (medians)")
+        for layout in Layout.allCases {
+            let runs = results[layout]!
+            func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+            let name = layout.rawValue.padding(toLength: 40, withPad: " ", startingAt: 0)
+            print(name + String(format: " %7.1f statements/commit  %7.1f rows changed/commit  %8.0f CPU µs/commit",
+                                median(runs.map(\.statements)), median(runs.map(\.rows)), median(runs.map(\.cpu))))
+        }
+    }
+
+    private func threadCPU() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}

@@ -49,6 +49,19 @@ struct BatchPath: Sendable {
                                                      remoteAddress: clients.clientAddress(channel: channel, headers: headers)))
     }
 
+    /// Reads a whole body with `BatchBody` and answers it (`IngestRoute.ingest`): the h2 path's task.
+    func answer(framing: BatchBody.Framing, chunks: [ByteBuffer], client: KBTDRequestContext) async -> JSONAnswer {
+        let body = BatchBody(framing)
+        let json: [UInt8]
+        do {
+            for chunk in chunks { try body.feed(chunk) }
+            json = try body.finish()
+        } catch {
+            return ingest.rejected(error)
+        }
+        return await ingest.ingest(json: json, limits: framing.limits, context: client)
+    }
+
     /// Counts an answer as `MetricsMiddleware` would, and in `kbtd_fast_batches_total{protocol}`.
     func count(_ answer: JSONAnswer, on fast: FastAnswerProtocol) {
         metrics.request(route: "/v1/batches", status: answer.status.code)
@@ -201,10 +214,14 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
             context.fireUserInboundEventTriggered(event)
             return
         }
+        var replayed = false
         while let data = waiting.popFirst() {
             handle(data, context: context)
-            if case .committing = state { return }
+            replayed = true
+            if case .committing = state { break }
         }
+        // The handlers after this one (Hummingbird's async channel) take what was read at the read's end.
+        if replayed { context.fireChannelReadComplete() }
         if readWaiting, case .idle = state {
             readWaiting = false
             context.read()

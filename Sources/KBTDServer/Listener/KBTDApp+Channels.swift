@@ -56,7 +56,8 @@ extension KBTDApp {
             http1: HTTP1Channel(responder: responder, configuration: connection),
             http2: HTTP2Connection(streamChannel: HTTP1Channel(responder: responder, configuration: stream), answers: answers,
                                    idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
-                                   stallTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),
+                                   stallTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
+                                   batches: batches, bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds))),
             answers: answers)
     }
 }

@@ -1,11 +1,12 @@
 import Hummingbird
 import KBTDCore
 import NIOCore
+import NIOHPACK
 
 /// One JSON answer framed once: the status, the header fields in the order they are sent
 /// (`Content-Type`, the extra fields, `Content-Length`) and the body. The router sends it as a
 /// `Response` (`response`); the batch path (`BatchIngestHandler`) writes it as parts with `Date`
-/// (`head(date:)`), so both send the same bytes.
+/// (`head(date:)`) or as h2 frames (`h2Head(date:)`), so every path sends the same answer.
 struct JSONAnswer: Sendable {
     var status: HTTPResponse.Status
     var fields: HTTPFields
@@ -31,6 +32,16 @@ struct JSONAnswer: Sendable {
         var fields = self.fields
         fields[.date] = date
         return HTTPResponse(status: status, headerFields: fields)
+    }
+
+    /// The same head as an h2 HEADERS frame carries it (`HTTP2BatchHandler`): `:status`, then the fields
+    /// with lower-case names and the indexing NIOHTTPTypesHTTP2 gives them on a stream, as `RenderedAnswer.h2Head`.
+    func h2Head(date: String) -> HPACKHeaders {
+        var block = HPACKHeaders([(":status", String(status.code))])
+        for field in head(date: date).headerFields {
+            block.add(name: field.name.canonicalName, value: field.value, indexing: field.indexingStrategy.hpack)
+        }
+        return block
     }
 
     /// `{"error": ..., "detail": ...}` with an optional `field`.

@@ -119,46 +119,64 @@ struct IngestRoute: Sendable {
 }
 
 /// One batch's body as it arrives, on either path: the content type and encoding are checked when
-/// it is made (415; a declared length over the wire cap, 413), each chunk is inflated as it is fed
-/// (413 past either cap, 400 for a stream that does not inflate), and `finish()` gives the JSON.
+/// it is made (`Framing`: 415; a declared length over the wire cap, 413), each chunk is inflated as it
+/// is fed (413 past either cap, 400 for a stream that does not inflate), and `finish()` gives the JSON.
 final class BatchBody {
-    private let limits: ServerSettings.Limits
+    /// What the headers alone decide: the coding, or the refusal. Sendable, so a body can be read
+    /// on another thread than the one that checked its headers (`HTTP2BatchHandler`).
+    struct Framing: Sendable {
+        let coding: ContentCoding
+        let limits: ServerSettings.Limits
+
+        init(_ headers: HTTPFields, limits: ServerSettings.Limits) throws(JSONRefusal) {
+            if let contentType = headers[.contentType] {
+                let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
+                    $0.trimmingCharacters(in: .whitespaces).lowercased()
+                } ?? ""
+                guard mediaType == "application/json" else {
+                    throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content type",
+                                      detail: "Content-Type must be application/json, got \(contentType.prefix(100))", field: "Content-Type")
+                }
+            }
+            let encodings = headers[values: .contentEncoding]
+            guard encodings.count <= 1, let coding = ContentCoding(headerValue: encodings.first) else {
+                throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content encoding",
+                                  detail: "Content-Encoding must be gzip, deflate or none, got \(encodings.joined(separator: ", ").prefix(100))",
+                                  field: "Content-Encoding")
+            }
+            if let declared = headers[.contentLength].flatMap(Int.init), declared > limits.maxCompressedBytes {
+                throw .tooLarge("body is \(declared) bytes; the limit is \(limits.maxCompressedBytes) bytes on the wire")
+            }
+            self.coding = coding
+            self.limits = limits
+        }
+
+        /// The 413 for a body past `max_compressed_bytes` on the wire.
+        var overWire: JSONRefusal { .tooLarge("body exceeds \(limits.maxCompressedBytes) bytes on the wire") }
+    }
+
+    private let framing: Framing
     private let inflater: StreamingInflater
     private var received = 0
 
-    init(_ headers: HTTPFields, limits: ServerSettings.Limits) throws(JSONRefusal) {
-        if let contentType = headers[.contentType] {
-            let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
-                $0.trimmingCharacters(in: .whitespaces).lowercased()
-            } ?? ""
-            guard mediaType == "application/json" else {
-                throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content type",
-                                  detail: "Content-Type must be application/json, got \(contentType.prefix(100))", field: "Content-Type")
-            }
-        }
-        let encodings = headers[values: .contentEncoding]
-        guard encodings.count <= 1, let coding = ContentCoding(headerValue: encodings.first) else {
-            throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content encoding",
-                              detail: "Content-Encoding must be gzip, deflate or none, got \(encodings.joined(separator: ", ").prefix(100))",
-                              field: "Content-Encoding")
-        }
-        if let declared = headers[.contentLength].flatMap(Int.init), declared > limits.maxCompressedBytes {
-            throw .tooLarge("body is \(declared) bytes; the limit is \(limits.maxCompressedBytes) bytes on the wire")
-        }
-        self.limits = limits
+    init(_ framing: Framing) {
+        self.framing = framing
+        let limits = framing.limits
         inflater = StreamingInflater(
-            coding: coding, maxOutput: coding == .identity ? limits.maxCompressedBytes : limits.maxDecompressedBytes)
+            coding: framing.coding, maxOutput: framing.coding == .identity ? limits.maxCompressedBytes : limits.maxDecompressedBytes)
+    }
+
+    convenience init(_ headers: HTTPFields, limits: ServerSettings.Limits) throws(JSONRefusal) {
+        self.init(try Framing(headers, limits: limits))
     }
 
     func feed(_ chunk: ByteBuffer) throws(JSONRefusal) {
         received += chunk.readableBytes
-        guard received <= limits.maxCompressedBytes else {
-            throw JSONRefusal.tooLarge("body exceeds \(limits.maxCompressedBytes) bytes on the wire")
-        }
+        guard received <= framing.limits.maxCompressedBytes else { throw framing.overWire }
         do {
             try inflater.feed(chunk.readableBytesView)
         } catch {
-            throw .inflate(error, limits: limits)
+            throw .inflate(error, limits: framing.limits)
         }
     }
 
@@ -166,7 +184,7 @@ final class BatchBody {
         do {
             return try inflater.finish()
         } catch {
-            throw .inflate(error, limits: limits)
+            throw .inflate(error, limits: framing.limits)
         }
     }
 }

@@ -37,8 +37,6 @@ public final class KBTDApp: Sendable {
     let ingest: IngestRoute
     let rateLimit: RateLimitMiddleware
     let ingestAuth: IngestAuthMiddleware
-    /// Whether `BatchIngestHandler` takes batches (tests turn it off to compare with the router's answers).
-    let batchPath = Atomic<Bool>(true)
     /// Held while the app lives: one daemon per database file.
     /// Held until `shutdown()` has committed the last batch.
     private let databaseLock: Mutex<ExclusiveLock?>

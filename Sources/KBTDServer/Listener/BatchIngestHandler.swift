@@ -3,7 +3,6 @@ import Logging
 import Prometheus
 import NIOCore
 import NIOHTTPTypes
-import Synchronization
 
 /// What the batch path needs, built with the app's channels (`KBTDApp.requestHandlers`): the route's rules
 /// and its two middlewares' checks (the same values the router uses), where the client is, and the
@@ -17,7 +16,6 @@ struct BatchPath: Sendable {
     let metrics: ServerMetrics
     let dates: HTTPDate
     let logger: Logger
-    let app: KBTDApp
     /// `kbtd_fast_batches_total` for HTTP/1.1 connections and for HTTP/2 streams.
     let fastHTTP1: Counter
     let fastHTTP2: Counter
@@ -31,7 +29,6 @@ struct BatchPath: Sendable {
         metrics = app.metrics
         dates = app.answers.dates
         logger = app.logger
-        self.app = app
         fastHTTP1 = app.metrics.fastBatches(protocol: FastAnswerProtocol.http1.rawValue)
         fastHTTP2 = app.metrics.fastBatches(protocol: FastAnswerProtocol.h2.rawValue)
     }
@@ -40,7 +37,7 @@ struct BatchPath: Sendable {
     /// `Expect` header, while the debug log does not record requests (the router's request log does).
     func takes(_ head: HTTPRequest) -> Bool {
         head.method == .post && head.path == "/v1/batches" && head.headerFields[.connection] == nil
-            && head.headerFields[.expect] == nil && logger.logLevel > .debug && app.batchPath.load(ordering: .relaxed)
+            && head.headerFields[.expect] == nil && logger.logLevel > .debug
     }
 
     /// The request context the listener's responder would build for this request (`KBTDApp.channels`).

@@ -48,7 +48,9 @@ struct HTTPFrontTests {
         // An h2 stream: the handlers the app gives every stream answer at the level of HTTP parts.
         let stream = EmbeddedChannel()
         defer { _ = try? stream.finish() }
-        try stream.pipeline.syncOperations.addHandlers(app.app.requestHandlers(.h2, limits: app.app.settings.current.limits))
+        try stream.pipeline.syncOperations.addHandlers(app.app.requestHandlers(
+            .h2, limits: app.app.settings.current.limits,
+            batches: BatchPath(app: app.app, clients: ClientAddressResolver(app.app.settings.current))))
         try stream.writeInbound(HTTPRequestPart.head(HTTPRequest(method: .get, scheme: "https", authority: "kbtd.test",
                                                                  path: Self.path)))
         try stream.writeInbound(HTTPRequestPart.end(nil))

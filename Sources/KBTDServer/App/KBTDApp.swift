@@ -32,6 +32,11 @@ public final class KBTDApp: Sendable {
     /// The fast path for height answers: the router's own rendered answers, sent from the
     /// channel pipeline of every listener (`requestHandlers(_:limits:)`, `ListenerChannel`).
     let answers: CachedAnswers
+    /// `POST /v1/batches` and its two middlewares: the router's, and the batch path's in the channel
+    /// pipeline of every listener (`BatchIngestHandler`), one set of rules for both.
+    let ingest: IngestRoute
+    let rateLimit: RateLimitMiddleware
+    let ingestAuth: IngestAuthMiddleware
     /// Held while the app lives: one daemon per database file.
     /// Held until `shutdown()` has committed the last batch.
     private let databaseLock: Mutex<ExclusiveLock?>
@@ -146,9 +151,15 @@ public final class KBTDApp: Sendable {
         // One HeightRoutes, so one cache of rendered answers, for the router and the fast path.
         let heightRoutes = HeightRoutes(heights: heights, settings: box, metrics: metrics)
         answers = CachedAnswers(routes: heightRoutes, dates: HTTPDate(), logger: logger)
+        let ingest = IngestRoute(writer: writer, settings: box, metrics: metrics, sourceWeights: sourceWeights, keyGate: keyGate)
+        let rateLimit = RateLimitMiddleware(limiter: rateLimiter, metrics: metrics)
+        let ingestAuth = IngestAuthMiddleware(settings: box, metrics: metrics)
+        self.ingest = ingest
+        self.rateLimit = rateLimit
+        self.ingestAuth = ingestAuth
         responder = Self.router(settings: box, metrics: metrics, heights: heights, heightRoutes: heightRoutes, writer: writer,
-                                rateLimiter: rateLimiter, sourceWeights: sourceWeights, keyGate: keyGate, databasePath: path,
-                                postgres: postgres, catchUp: catchUp).buildResponder()
+                                ingest: ingest, rateLimit: rateLimit, ingestAuth: ingestAuth, sourceWeights: sourceWeights,
+                                keyGate: keyGate, databasePath: path, postgres: postgres, catchUp: catchUp).buildResponder()
     }
 
     /// The routes of the API table behind the middlewares, outermost first:
@@ -156,8 +167,8 @@ public final class KBTDApp: Sendable {
     /// bodies for router errors, 405 for a known path's wrong method; then per
     /// group: ingest's rate limit and token, the operations endpoints' access rule.
     private static func router(settings: SettingsBox, metrics: ServerMetrics, heights: LiveHeights, heightRoutes: HeightRoutes,
-                               writer: GroupCommitWriter,
-                               rateLimiter: ClientRateLimiter, sourceWeights: SourceWeights, keyGate: KeyGate,
+                               writer: GroupCommitWriter, ingest: IngestRoute, rateLimit: RateLimitMiddleware,
+                               ingestAuth: IngestAuthMiddleware, sourceWeights: SourceWeights, keyGate: KeyGate,
                                databasePath: String, postgres: PostgresNode?, catchUp: IndexCatchUp?) -> Router<KBTDRequestContext> {
         let router = Router(context: KBTDRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: LogRequestsMiddleware(.debug))
@@ -165,10 +176,9 @@ public final class KBTDApp: Sendable {
         router.add(middleware: JSONErrorMiddleware())
         router.add(middleware: MethodNotAllowedMiddleware(KBTDRoutes.methods))
 
-        let ingest = IngestRoute(writer: writer, settings: settings, metrics: metrics, sourceWeights: sourceWeights, keyGate: keyGate)
         router.group()
-            .add(middleware: RateLimitMiddleware(limiter: rateLimiter, metrics: metrics))
-            .add(middleware: IngestAuthMiddleware(settings: settings, metrics: metrics))
+            .add(middleware: rateLimit)
+            .add(middleware: ingestAuth)
             .post("/v1/batches", use: ingest.handle)
 
         router.get("/v1/height", use: heightRoutes.height)

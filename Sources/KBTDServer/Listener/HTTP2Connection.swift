@@ -17,6 +17,7 @@ import NIOHTTPTypesHTTP2
 /// 2. `NIOHTTP2ServerConnectionManagementHandler`: the idle timeout (`idle_timeout_seconds` without
 ///    an open stream) and graceful shutdown (GOAWAY, then close once the streams are done);
 /// 3. `HTTP2FastAnswerHandler`: cached height answers straight from the frames, no stream channel;
+///    then `HTTP2BatchHandler`: `POST /v1/batches` streams read and answered from the frames (the batch path);
 /// 4. `HTTP2StreamMultiplexer`: a child channel per other stream, with the stream handlers
 ///    HummingbirdHTTP2 gives one (its HTTP/2 codec, kbtd's request handlers with `EndStreamCoalescer`,
 ///    Hummingbird's connection-state handler), served by the router one task per stream as before;
@@ -40,6 +41,9 @@ struct HTTP2Connection: Sendable {
     let idleTimeout: TimeAmount?
     /// How long a cached answer may wait for the client's flow-control window before its stream is reset.
     let stallTimeout: TimeAmount
+    /// The batch path for `POST /v1/batches` streams (`HTTP2BatchHandler`), and how long a body may take.
+    let batches: BatchPath
+    let bodyTimeout: TimeAmount
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -70,6 +74,7 @@ struct HTTP2Connection: Sendable {
             try pipeline.addHandler(http2)
             try pipeline.addHandler(manager)
             try pipeline.addHandler(HTTP2FastAnswerHandler(answers, stallTimeout: stallTimeout))
+            try pipeline.addHandler(HTTP2BatchHandler(batches, bodyTimeout: bodyTimeout))
             try pipeline.addHandler(multiplexer)
             try pipeline.addHandler(ConnectionEnd())
             // The connection was active before ALPN chose h2: replay that for the handlers after

@@ -14,15 +14,18 @@ struct HTTPChannels: Sendable {
 extension KBTDApp {
     /// The handlers each request passes after Hummingbird's codec, on an HTTP/1.1 connection and on
     /// an h2 stream alike: the malformed-request answers and the slowloris deadlines see every
-    /// request and every answer, then the fast path answers cached heights (counted as `fast`; on h2
+    /// request and every answer, then the batch path takes `POST /v1/batches` (`BatchIngestHandler`,
+    /// counted as `fast` batches), then the fast path answers cached heights (counted as `fast`; on h2
     /// only those `HTTP2FastAnswerHandler` left to a stream, such as a GET whose END_STREAM came in a DATA frame).
     /// An h2 stream also gets `EndStreamCoalescer` below the codec (END_STREAM on the answer's last frame).
-    func requestHandlers(_ fast: FastAnswerProtocol, limits: ServerSettings.Limits) -> [any RemovableChannelHandler] {
+    func requestHandlers(_ fast: FastAnswerProtocol, limits: ServerSettings.Limits,
+                         batches: BatchPath) -> [any RemovableChannelHandler] {
         let streamFraming: [any RemovableChannelHandler] = fast == .h2 ? [EndStreamCoalescer.Installer()] : []
         return streamFraming + [MalformedRequestHandler(metrics: metrics),
          RequestDeadlineHandler(headerTimeout: .seconds(Int64(limits.headerTimeoutSeconds)),
                                 bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds)),
                                 idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),
+         BatchIngestHandler(batches, protocol: fast),
          CachedAnswerHandler(answers, protocol: fast)]
     }
 
@@ -31,6 +34,7 @@ extension KBTDApp {
     /// client a trusted proxy names).
     func channels(limits: ServerSettings.Limits, logger: Logger, clients: ClientAddressResolver) -> HTTPChannels {
         let dates = answers.dates
+        let batches = BatchPath(app: self, clients: clients)
         let responder: HTTPChannelHandler.Responder = { [self] request, writer, channel in
             let client = clients.clientAddress(channel: channel, headers: request.headers)
             var requestLogger = logger
@@ -45,14 +49,15 @@ extension KBTDApp {
         // No idle timer in Hummingbird's connection-state handler: it sits behind CachedAnswerHandler and
         // would not see the requests answered there. RequestDeadlineHandler keeps the idle deadline.
         var connection = HTTP1Channel.Configuration(idleTimeout: nil)
-        connection.additionalChannelHandlers = { [self] in requestHandlers(.http1, limits: limits) }
+        connection.additionalChannelHandlers = { [self] in requestHandlers(.http1, limits: limits, batches: batches) }
         var stream = HTTP1Channel.Configuration(idleTimeout: nil)
-        stream.additionalChannelHandlers = { [self] in requestHandlers(.h2, limits: limits) }
+        stream.additionalChannelHandlers = { [self] in requestHandlers(.h2, limits: limits, batches: batches) }
         return HTTPChannels(
             http1: HTTP1Channel(responder: responder, configuration: connection),
             http2: HTTP2Connection(streamChannel: HTTP1Channel(responder: responder, configuration: stream), answers: answers,
                                    idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
-                                   stallTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),
+                                   stallTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
+                                   batches: batches, bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds))),
             answers: answers)
     }
 }

@@ -85,6 +85,15 @@ public final class ServerMetrics: Sendable {
         }
     }
 
+    /// Batches the batch path answered without the router, by protocol (`http/1.1`, `h2`); callers keep the counter.
+    func fastBatches(protocol name: String) -> Counter {
+        counter("fb|\(name)") {
+            registry.makeCounter(descriptor: Self.name("fast_batches", unit: "total",
+                                                       "Batches answered by the batch path without the router, by protocol"),
+                                 labels: [("protocol", name)])
+        }
+    }
+
     func batch(_ outcome: BatchOutcome) {
         counter("b|\(outcome.rawValue)") {
             registry.makeCounter(descriptor: Self.batches, labels: [("outcome", outcome.rawValue)])

@@ -5,7 +5,12 @@ enum BearerToken {
     /// Whether `Authorization: Bearer X` carries one of `tokens` (the scheme is
     /// case-insensitive, RFC 7235). Every token is compared in constant time.
     static func matches(_ request: Request, anyOf tokens: [String]) -> Bool {
-        guard let header = request.headers[.authorization], header.count > 7,
+        matches(request.headers, anyOf: tokens)
+    }
+
+    /// The same check on a request's header fields (the batch path has no `Request`).
+    static func matches(_ headers: HTTPFields, anyOf tokens: [String]) -> Bool {
+        guard let header = headers[.authorization], header.count > 7,
               header.prefix(7).lowercased() == "bearer " else { return false }
         let presented = Array(header.utf8.dropFirst(7))
         var match = false

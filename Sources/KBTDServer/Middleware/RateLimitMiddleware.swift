@@ -2,16 +2,23 @@ import Hummingbird
 
 /// The ingest token bucket per client network: 429 with `Retry-After` when it
 /// is empty. It runs before authentication, so a client guessing tokens is
-/// held to the same rate as one sending batches.
+/// held to the same rate as one sending batches. The batch path (`BatchIngestHandler`)
+/// asks the same `refusal(_:)`.
 struct RateLimitMiddleware: RouterMiddleware {
     typealias Context = KBTDRequestContext
     let limiter: ClientRateLimiter
     let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let wait = limiter.check(context) else { return try await next(request, context) }
+        if let refusal = refusal(context) { return refusal.response }
+        return try await next(request, context)
+    }
+
+    /// The 429 for a client whose bucket is empty (counted; the check takes a token otherwise), or nil to go on.
+    func refusal(_ context: KBTDRequestContext) -> JSONAnswer? {
+        guard let wait = limiter.check(context) else { return nil }
         metrics.batch(.rateLimited)
-        return JSONResponse.error(.tooManyRequests, "rate limited",
-                                  detail: "too many batches from this address; retry after \(wait) s", retryAfter: wait)
+        return JSONAnswer.error(.tooManyRequests, "rate limited",
+                                detail: "too many batches from this address; retry after \(wait) s", retryAfter: wait)
     }
 }

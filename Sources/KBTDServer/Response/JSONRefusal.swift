@@ -30,7 +30,12 @@ struct JSONRefusal: HTTPResponseError {
         self.init(status: .badRequest, error: title, detail: fault.description, field: fault.field)
     }
 
+    /// The refusal as every path sends it.
+    var answer: JSONAnswer {
+        JSONAnswer.error(status, error, detail: detail, field: field, retryAfter: retryAfter)
+    }
+
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        JSONResponse.error(status, error, detail: detail, field: field, retryAfter: retryAfter)
+        answer.response
     }
 }

@@ -1,6 +1,59 @@
 import Hummingbird
 import KBTDCore
 import NIOCore
+import NIOHPACK
+
+/// One JSON answer framed once: the status, the header fields in the order they are sent
+/// (`Content-Type`, the extra fields, `Content-Length`) and the body. The router sends it as a
+/// `Response` (`response`); the batch path (`BatchIngestHandler`) writes it as parts with `Date`
+/// (`head(date:)`) or as h2 frames (`h2Head(date:)`), so every path sends the same answer.
+struct JSONAnswer: Sendable {
+    var status: HTTPResponse.Status
+    var fields: HTTPFields
+    var body: ByteBuffer
+
+    init(_ status: HTTPResponse.Status, _ body: [UInt8], headers extra: HTTPFields = [:]) {
+        self.status = status
+        var fields: HTTPFields = [.contentType: "application/json"]
+        fields.append(contentsOf: extra)
+        // Where Hummingbird's `Response` puts it for a body of known length.
+        fields[.contentLength] = String(body.count)
+        self.fields = fields
+        self.body = ByteBuffer(bytes: body)
+    }
+
+    /// The router's `Response` (its `Content-Length` already set, so `Response` adds none).
+    var response: Response {
+        Response(status: status, headers: fields, body: .init(byteBuffer: body))
+    }
+
+    /// The response head as the router's responder sends it, with `Date` last.
+    func head(date: String) -> HTTPResponse {
+        var fields = self.fields
+        fields[.date] = date
+        return HTTPResponse(status: status, headerFields: fields)
+    }
+
+    /// The same head as an h2 HEADERS frame carries it (`HTTP2BatchHandler`): `:status`, then the fields
+    /// with lower-case names and the indexing NIOHTTPTypesHTTP2 gives them on a stream, as `RenderedAnswer.h2Head`.
+    func h2Head(date: String) -> HPACKHeaders {
+        var block = HPACKHeaders([(":status", String(status.code))])
+        for field in head(date: date).headerFields {
+            block.add(name: field.name.canonicalName, value: field.value, indexing: field.indexingStrategy.hpack)
+        }
+        return block
+    }
+
+    /// `{"error": ..., "detail": ...}` with an optional `field`.
+    static func error(_ status: HTTPResponse.Status, _ error: String, detail: String, field: String? = nil,
+                      retryAfter: Int? = nil, headers extra: HTTPFields = [:]) -> JSONAnswer {
+        var members: [(String, JSONOutput)] = [("error", .string(error)), ("detail", .string(detail))]
+        if let field, !field.isEmpty { members.append(("field", .string(field))) }
+        var headers = extra
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        return JSONAnswer(status, Array(JSONOutput.object(members).serialized().utf8), headers: headers)
+    }
+}
 
 /// Building JSON responses: every body kbtd sends is JSON.
 enum JSONResponse {
@@ -9,18 +62,12 @@ enum JSONResponse {
     }
 
     static func bytes(_ status: HTTPResponse.Status, _ body: [UInt8], headers extra: HTTPFields = [:]) -> Response {
-        var headers: HTTPFields = [.contentType: "application/json"]
-        headers.append(contentsOf: extra)
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        JSONAnswer(status, body, headers: extra).response
     }
 
     /// `{"error": ..., "detail": ...}` with an optional `field`.
     static func error(_ status: HTTPResponse.Status, _ error: String, detail: String, field: String? = nil,
                       retryAfter: Int? = nil, headers extra: HTTPFields = [:]) -> Response {
-        var members: [(String, JSONOutput)] = [("error", .string(error)), ("detail", .string(detail))]
-        if let field, !field.isEmpty { members.append(("field", .string(field))) }
-        var headers = extra
-        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        return make(status, .object(members), headers: headers)
+        JSONAnswer.error(status, error, detail: detail, field: field, retryAfter: retryAfter, headers: extra).response
     }
 }

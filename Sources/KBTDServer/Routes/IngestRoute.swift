@@ -8,6 +8,10 @@ import KBTDStore
 /// check the headers, inflate while the body streams in (caps enforced as
 /// bytes arrive), validate and count in one pass, and answer only once the writer
 /// has committed the batch.
+///
+/// The rules live here once, for both paths a batch can take: the router's (`handle`) and the
+/// batch path's in the channel pipeline (`BatchIngestHandler`), which reads the body with the same
+/// `BatchBody` and answers with the same `ingest(json:limits:context:)` and `rejected(_:)`.
 struct IngestRoute: Sendable {
     let writer: GroupCommitWriter
     let settings: SettingsBox
@@ -15,27 +19,35 @@ struct IngestRoute: Sendable {
     let sourceWeights: SourceWeights
     let keyGate: KeyGate
 
-    /// Refusals (400, 413, 415, 503) are thrown as `JSONRefusal`s, which render themselves.
-    func handle(_ request: Request, context: KBTDRequestContext) async throws(JSONRefusal) -> Response {
-        let current = settings.current
-        let limits = current.limits
+    func handle(_ request: Request, context: KBTDRequestContext) async -> Response {
+        let limits = settings.current.limits
         let json: [UInt8]
         do {
             json = try await Self.readJSON(request, limits: limits)
         } catch {
-            metrics.batch(.rejected)
-            throw error
+            return rejected(error).response
         }
+        return await ingest(json: json, limits: limits, context: context).response
+    }
 
+    /// A refused body (400, 413, 415), counted.
+    func rejected(_ refusal: JSONRefusal) -> JSONAnswer {
+        metrics.batch(.rejected)
+        return refusal.answer
+    }
+
+    /// Validates, counts, screens and commits a whole body: 202 (200 for a duplicate) once the writer
+    /// has committed it, 400 for a batch that breaks a rule, 503 when it cannot be stored. Counted.
+    func ingest(json: [UInt8], limits: ServerSettings.Limits, context: KBTDRequestContext) async -> JSONAnswer {
         let rules = FieldRules(maxSamples: limits.maxSamplesPerBatch)
         let now = Date().timeIntervalSince1970
         var batch: CountedBatch
         do {
             batch = try BatchIntake.count(json: json, now: now, rules: rules)
         } catch {
-            metrics.batch(.rejected)
-            throw JSONRefusal(error, "invalid batch")
+            return rejected(JSONRefusal(error, "invalid batch"))
         }
+        let current = settings.current
         let source = sourceWeights.source(of: context, trusted: current.trustedPeers)
         let group = sourceWeights.group(of: context)
         let (refusals, created) = keyGate.screen(&batch, source: source, group: group, now: now)
@@ -59,20 +71,20 @@ struct IngestRoute: Sendable {
         } catch {
             metrics.batch(.unavailable)
             // The cause (an SQLite message, a file path) goes to the log, not to clients.
-            throw JSONRefusal(status: .serviceUnavailable, error: "unavailable", detail: (error as? WriteError)?.publicReason
-                              ?? "the database is unavailable; retry later", retryAfter: limits.retryAfterSeconds)
+            return JSONRefusal(status: .serviceUnavailable, error: "unavailable", detail: (error as? WriteError)?.publicReason
+                               ?? "the database is unavailable; retry later", retryAfter: limits.retryAfterSeconds).answer
         }
         switch outcome {
         case .duplicate:
             metrics.batch(.duplicate)
-            return JSONResponse.make(.ok, .object([
+            return JSONAnswer(.ok, Array(JSONOutput.object([
                 ("batch_id", .string(batch.batchID)), ("duplicate", .bool(true)),
                 ("accepted", .int(0)), ("rejected", .int(0)),
-            ]))
+            ]).serialized().utf8))
         case .stored:
             metrics.batch(.stored)
             metrics.samplesAccepted.increment(by: Int64(batch.accepted))
-            return JSONResponse.make(.accepted, Self.receipt(batch))
+            return JSONAnswer(.accepted, Array(Self.receipt(batch).serialized().utf8))
         }
     }
 
@@ -89,51 +101,90 @@ struct IngestRoute: Sendable {
         ])
     }
 
-    /// Checks the content type and encoding, then reads and inflates the body
-    /// while it streams in, enforcing both size caps as bytes arrive; a refused
-    /// body (400, 413, 415) is a `JSONRefusal`.
+    /// Reads a request's body with `BatchBody`: its headers checked, inflated as it streams in,
+    /// both size caps enforced as bytes arrive; a refused body (400, 413, 415) is a `JSONRefusal`.
     static func readJSON(_ request: Request, limits: ServerSettings.Limits) async throws(JSONRefusal) -> [UInt8] {
-        if let contentType = request.headers[.contentType] {
-            let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
-                $0.trimmingCharacters(in: .whitespaces).lowercased()
-            } ?? ""
-            guard mediaType == "application/json" else {
-                throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content type",
-                                  detail: "Content-Type must be application/json, got \(contentType.prefix(100))", field: "Content-Type")
-            }
-        }
-        let encodings = request.headers[values: .contentEncoding]
-        guard encodings.count <= 1, let coding = ContentCoding(headerValue: encodings.first) else {
-            throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content encoding",
-                              detail: "Content-Encoding must be gzip, deflate or none, got \(encodings.joined(separator: ", ").prefix(100))",
-                              field: "Content-Encoding")
-        }
-        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limits.maxCompressedBytes {
-            throw .tooLarge("body is \(declared) bytes; the limit is \(limits.maxCompressedBytes) bytes on the wire")
-        }
-
-        let inflater = StreamingInflater(
-            coding: coding, maxOutput: coding == .identity ? limits.maxCompressedBytes : limits.maxDecompressedBytes)
-        var received = 0
+        let body = try BatchBody(request.headers, limits: limits)
         do {
             for try await chunk in request.body {
-                received += chunk.readableBytes
-                guard received <= limits.maxCompressedBytes else {
-                    throw JSONRefusal.tooLarge("body exceeds \(limits.maxCompressedBytes) bytes on the wire")
-                }
-                try inflater.feed(chunk.readableBytesView)
+                try body.feed(chunk)
             }
         } catch let refusal as JSONRefusal {
             throw refusal
-        } catch let error as InflateError {
-            throw .inflate(error, limits: limits)
         } catch {
             throw JSONRefusal(status: .badRequest, error: "unreadable body", detail: "\(error)")
         }
+        return try body.finish()
+    }
+}
+
+/// One batch's body as it arrives, on either path: the content type and encoding are checked when
+/// it is made (`Framing`: 415; a declared length over the wire cap, 413), each chunk is inflated as it
+/// is fed (413 past either cap, 400 for a stream that does not inflate), and `finish()` gives the JSON.
+final class BatchBody {
+    /// What the headers alone decide: the coding, or the refusal. Sendable, so a body can be read
+    /// on another thread than the one that checked its headers (`HTTP2BatchHandler`).
+    struct Framing: Sendable {
+        let coding: ContentCoding
+        let limits: ServerSettings.Limits
+
+        init(_ headers: HTTPFields, limits: ServerSettings.Limits) throws(JSONRefusal) {
+            if let contentType = headers[.contentType] {
+                let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
+                    $0.trimmingCharacters(in: .whitespaces).lowercased()
+                } ?? ""
+                guard mediaType == "application/json" else {
+                    throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content type",
+                                      detail: "Content-Type must be application/json, got \(contentType.prefix(100))", field: "Content-Type")
+                }
+            }
+            let encodings = headers[values: .contentEncoding]
+            guard encodings.count <= 1, let coding = ContentCoding(headerValue: encodings.first) else {
+                throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content encoding",
+                                  detail: "Content-Encoding must be gzip, deflate or none, got \(encodings.joined(separator: ", ").prefix(100))",
+                                  field: "Content-Encoding")
+            }
+            if let declared = headers[.contentLength].flatMap(Int.init), declared > limits.maxCompressedBytes {
+                throw .tooLarge("body is \(declared) bytes; the limit is \(limits.maxCompressedBytes) bytes on the wire")
+            }
+            self.coding = coding
+            self.limits = limits
+        }
+
+        /// The 413 for a body past `max_compressed_bytes` on the wire.
+        var overWire: JSONRefusal { .tooLarge("body exceeds \(limits.maxCompressedBytes) bytes on the wire") }
+    }
+
+    private let framing: Framing
+    private let inflater: StreamingInflater
+    private var received = 0
+
+    init(_ framing: Framing) {
+        self.framing = framing
+        let limits = framing.limits
+        inflater = StreamingInflater(
+            coding: framing.coding, maxOutput: framing.coding == .identity ? limits.maxCompressedBytes : limits.maxDecompressedBytes)
+    }
+
+    convenience init(_ headers: HTTPFields, limits: ServerSettings.Limits) throws(JSONRefusal) {
+        self.init(try Framing(headers, limits: limits))
+    }
+
+    func feed(_ chunk: ByteBuffer) throws(JSONRefusal) {
+        received += chunk.readableBytes
+        guard received <= framing.limits.maxCompressedBytes else { throw framing.overWire }
+        do {
+            try inflater.feed(chunk.readableBytesView)
+        } catch {
+            throw .inflate(error, limits: framing.limits)
+        }
+    }
+
+    func finish() throws(JSONRefusal) -> [UInt8] {
         do {
             return try inflater.finish()
         } catch {
-            throw .inflate(error, limits: limits)
+            throw .inflate(error, limits: framing.limits)
         }
     }
 }

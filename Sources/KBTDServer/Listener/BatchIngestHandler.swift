@@ -1,0 +1,258 @@
+import HTTPTypes
+import Logging
+import Prometheus
+import NIOCore
+import NIOHTTPTypes
+
+/// What the batch path needs, built with the app's channels (`KBTDApp.requestHandlers`): the route's rules
+/// and its two middlewares' checks (the same values the router uses), where the client is, and the
+/// counters.
+struct BatchPath: Sendable {
+    let ingest: IngestRoute
+    let rateLimit: RateLimitMiddleware
+    let auth: IngestAuthMiddleware
+    let clients: ClientAddressResolver
+    let settings: SettingsBox
+    let metrics: ServerMetrics
+    let dates: HTTPDate
+    let logger: Logger
+    /// `kbtd_fast_batches_total` for HTTP/1.1 connections and for HTTP/2 streams.
+    let fastHTTP1: Counter
+    let fastHTTP2: Counter
+
+    init(app: KBTDApp, clients: ClientAddressResolver) {
+        ingest = app.ingest
+        rateLimit = app.rateLimit
+        auth = app.ingestAuth
+        self.clients = clients
+        settings = app.settings
+        metrics = app.metrics
+        dates = app.answers.dates
+        logger = app.logger
+        fastHTTP1 = app.metrics.fastBatches(protocol: FastAnswerProtocol.http1.rawValue)
+        fastHTTP2 = app.metrics.fastBatches(protocol: FastAnswerProtocol.h2.rawValue)
+    }
+
+    /// Whether the batch path takes `head`: `POST /v1/batches` with no query, no `Connection` or
+    /// `Expect` header, while the debug log does not record requests (the router's request log does).
+    func takes(_ head: HTTPRequest) -> Bool {
+        head.method == .post && head.path == "/v1/batches" && head.headerFields[.connection] == nil
+            && head.headerFields[.expect] == nil && logger.logLevel > .debug
+    }
+
+    /// The request context the listener's responder would build for this request (`KBTDApp.channels`).
+    func context(channel: any Channel, headers: HTTPFields) -> KBTDRequestContext {
+        KBTDRequestContext(source: KBTDRequestSource(logger: logger,
+                                                     remoteAddress: clients.clientAddress(channel: channel, headers: headers)))
+    }
+
+    /// Reads a whole body with `BatchBody` and answers it (`IngestRoute.ingest`): the h2 path's task.
+    func answer(framing: BatchBody.Framing, chunks: [ByteBuffer], client: KBTDRequestContext) async -> JSONAnswer {
+        let body = BatchBody(framing)
+        let json: [UInt8]
+        do {
+            for chunk in chunks { try body.feed(chunk) }
+            json = try body.finish()
+        } catch {
+            return ingest.rejected(error)
+        }
+        return await ingest.ingest(json: json, limits: framing.limits, context: client)
+    }
+
+    /// Counts an answer as `MetricsMiddleware` would, and in `kbtd_fast_batches_total{protocol}`.
+    func count(_ answer: JSONAnswer, on fast: FastAnswerProtocol) {
+        metrics.request(route: "/v1/batches", status: answer.status.code)
+        (fast == .h2 ? fastHTTP2 : fastHTTP1).increment()
+    }
+}
+
+/// The batch path: on an HTTP/1.1 connection (or an h2 stream), a `POST /v1/batches` is taken
+/// here, at the level of HTTP parts after NIO's decoder, and answered without Hummingbird's router,
+/// `Request`, async body sequence and middleware chain, by the same rules (`BatchPath`): the rate
+/// limit and the token (`RateLimitMiddleware.refusal`, `IngestAuthMiddleware.refusal`), the headers,
+/// both caps and the inflating as the body arrives (`BatchBody`), then the intake and the commit
+/// (`IngestRoute.ingest`) in a task off the event loop; the answer (`JSONAnswer`, the router's bytes
+/// with `Date`) is written back on the event loop. A refusal made before the body has ended is sent
+/// at once and the rest of the body dropped, as the router sends it and drains the body.
+///
+/// Order and backpressure: a batch is taken only while no request passed on is unanswered; while
+/// its commit runs, nothing more is read from the connection (a `read` waits here) and request parts
+/// already decoded wait here, passed on (or taken) once the answer is written. A graceful shutdown
+/// (`ChannelShouldQuiesceEvent`) waits for the answer too, then reaches Hummingbird's
+/// connection-state handler, which closes the idle connection.
+///
+/// Everything else passes on to `CachedAnswerHandler` and the router: other paths and methods, a
+/// query, `Connection` or `Expect`, and every request while the debug log records requests.
+final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private enum State {
+        case idle
+        /// A batch taken here, its body arriving.
+        case reading(BatchBody, KBTDRequestContext, ServerSettings.Limits)
+        /// Answered before its body ended (a refusal): the rest of the body is dropped.
+        case draining
+        /// The whole body is in; the intake and the commit run off the event loop.
+        case committing
+    }
+
+    private let path: BatchPath
+    private let fast: FastAnswerProtocol
+    private var state = State.idle
+    /// Requests passed on whose response has not ended yet.
+    private var unanswered = 0
+    /// Parts read while a batch commits, handled once it is answered.
+    private var waiting = CircularBuffer<NIOAny>()
+    /// A `read` asked for while a batch commits.
+    private var readWaiting = false
+    /// A graceful shutdown that came while a batch was taken here.
+    private var quiesce: Any?
+
+    init(_ path: BatchPath, protocol fast: FastAnswerProtocol = .http1) {
+        self.path = path
+        self.fast = fast
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .committing = state {
+            waiting.append(data)
+            return
+        }
+        handle(data, context: context)
+    }
+
+    private func handle(_ data: NIOAny, context: ChannelHandlerContext) {
+        let part = unwrapInboundIn(data)
+        switch (state, part) {
+        case (.idle, .head(let head)):
+            if unanswered == 0, path.takes(head) {
+                take(head, context: context)
+            } else {
+                unanswered += 1
+                context.fireChannelRead(data)
+            }
+        case (.idle, _):
+            context.fireChannelRead(data)
+        case (.reading(let body, _, _), .body(let chunk)):
+            do {
+                try body.feed(chunk)
+            } catch {
+                state = .draining
+                send(path.ingest.rejected(error), context: context)
+            }
+        case (.reading(let body, let client, let limits), .end):
+            let json: [UInt8]
+            do {
+                json = try body.finish()
+            } catch {
+                state = .idle
+                send(path.ingest.rejected(error), context: context)
+                resume(context: context)
+                return
+            }
+            state = .committing
+            commit(json, limits: limits, client: client, context: context)
+        case (.draining, .end):
+            state = .idle
+            resume(context: context)
+        case (.reading, .head), (.draining, _), (.committing, _):
+            // A head inside a request's body cannot come from the decoder; the rest of a refused body is dropped.
+            break
+        }
+    }
+
+    /// The checks the router's middlewares make, in their order, then the body's headers; a refusal is sent at once.
+    private func take(_ head: HTTPRequest, context: ChannelHandlerContext) {
+        let client = path.context(channel: context.channel, headers: head.headerFields)
+        if let refusal = path.rateLimit.refusal(client) ?? path.auth.refusal(head.headerFields) {
+            state = .draining
+            send(refusal, context: context)
+            return
+        }
+        let limits = path.settings.current.limits
+        do {
+            state = .reading(try BatchBody(head.headerFields, limits: limits), client, limits)
+        } catch {
+            state = .draining
+            send(path.ingest.rejected(error), context: context)
+        }
+    }
+
+    /// Runs the intake and the commit in a task; the answer comes back on the event loop.
+    private func commit(_ json: [UInt8], limits: ServerSettings.Limits, client: KBTDRequestContext, context: ChannelHandlerContext) {
+        let ingest = path.ingest
+        let promise = context.eventLoop.makePromise(of: JSONAnswer.self)
+        promise.completeWithTask { await ingest.ingest(json: json, limits: limits, context: client) }
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        promise.futureResult.whenSuccess { answer in
+            let (handler, context) = bound.value
+            handler.state = .idle
+            handler.send(answer, context: context)
+            handler.resume(context: context)
+        }
+    }
+
+    private func send(_ answer: JSONAnswer, context: ChannelHandlerContext) {
+        path.count(answer, on: fast)
+        context.write(wrapOutboundOut(.head(answer.head(date: path.dates.now()))), promise: nil)
+        context.write(wrapOutboundOut(.body(answer.body)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    /// Once a batch taken here is answered: the parts that waited, then a waiting shutdown or read.
+    private func resume(context: ChannelHandlerContext) {
+        if let event = quiesce {
+            // The connection closes after this answer, as after the router's: what was read after it is dropped.
+            quiesce = nil
+            waiting.removeAll()
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        var replayed = false
+        while let data = waiting.popFirst() {
+            handle(data, context: context)
+            replayed = true
+            if case .committing = state { break }
+        }
+        // The handlers after this one (Hummingbird's async channel) take what was read at the read's end.
+        if replayed { context.fireChannelReadComplete() }
+        if readWaiting, case .idle = state {
+            readWaiting = false
+            context.read()
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if case .committing = state {
+            readWaiting = true
+            return
+        }
+        context.read()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data), unanswered > 0 { unanswered -= 1 }
+        context.write(data, promise: promise)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent, !isIdle {
+            quiesce = event
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        waiting.removeAll()
+        context.fireChannelInactive()
+    }
+
+    private var isIdle: Bool {
+        if case .idle = state { return true }
+        return false
+    }
+}

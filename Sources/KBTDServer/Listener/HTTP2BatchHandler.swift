@@ -1,0 +1,244 @@
+import HTTPTypes
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// The batch path on an HTTP/2 connection, at the level of frames (`HTTP2Connection`, after
+/// `HTTP2FastAnswerHandler`, before the stream multiplexer): a stream whose HEADERS frame opens a
+/// `POST /v1/batches` that `BatchPath.takes` is served here with no stream channel, codec or task
+/// of its own. The rules are the HTTP/1.1 batch path's (`BatchIngestHandler`): the rate limit and
+/// the token when the HEADERS frame arrives, `BatchBody.Framing` for the headers (a refusal is
+/// answered at once and the rest of the body dropped), the wire cap as DATA frames arrive; at
+/// END_STREAM the body is inflated, counted and committed in a task off the event loop (so one
+/// connection's batches use every core), and the `JSONAnswer` goes back as a HEADERS and a DATA
+/// frame (END_STREAM), with the router's fields and `Date`.
+///
+/// Flow control: `NIOHTTP2Handler` in frame mode enforces the windows but opens none itself; the
+/// multiplexer after this handler keeps the connection's window open (it sees every
+/// `NIOHTTP2WindowUpdatedEvent`), and a stream channel would open its stream's window as it reads.
+/// A stream taken here has no channel, so this handler sends the stream's WINDOW_UPDATE as it
+/// consumes DATA (every `windowStep` bytes). At most `maxStreams` streams per connection are taken
+/// here at once, so a connection buffers at most `maxStreams` x `max_compressed_bytes`; more go to
+/// the multiplexer. A stream whose body has not ended `body_timeout_seconds` after its HEADERS is
+/// reset (RST_STREAM CANCEL), as a stream channel's deadline would close it.
+///
+/// Every frame of a stream taken here stays here until swift-nio-http2 reports the stream closed:
+/// the multiplexer has no channel for it, and would call a later frame an error.
+final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias InboundOut = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// Streams one connection may have on this path at once.
+    static let maxStreams = 16
+    /// Bytes of a stream's body consumed before its window is opened again (half the initial window).
+    static let windowStep = 32_768
+
+    private enum Phase {
+        case reading
+        /// Answered before its body ended: the rest is dropped.
+        case refused
+        case committing
+        /// Answered; waiting for swift-nio-http2 to close the stream.
+        case answered
+    }
+
+    private struct Taken {
+        var phase: Phase
+        var framing: BatchBody.Framing?
+        var client: KBTDRequestContext
+        var chunks: [ByteBuffer] = []
+        var received = 0
+        var unacknowledged = 0
+        var deadline: NIODeadline
+    }
+
+    private let path: BatchPath
+    private let bodyTimeout: TimeAmount
+    private var streams: [HTTP2StreamID: Taken] = [:]
+    private var lastStream = HTTP2StreamID(0)
+    private var flushPending = false
+    private var sweep: Scheduled<Void>?
+
+    init(_ path: BatchPath, bodyTimeout: TimeAmount) {
+        self.path = path
+        self.bodyTimeout = bodyTimeout
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        sweep?.cancel()
+        sweep = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        if !streams.isEmpty, streams[frame.streamID] != nil {
+            receive(frame, context: context)
+            return
+        }
+        if case .headers(let headers) = frame.payload, frame.streamID > lastStream {
+            lastStream = frame.streamID
+            if !headers.endStream, streams.count < Self.maxStreams, let request = Self.request(headers.headers),
+               path.takes(request) {
+                take(request, on: frame.streamID, context: context)
+                return
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushIfPending(context)
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let closed = event as? StreamClosedEvent, !streams.isEmpty {
+            streams.removeValue(forKey: closed.streamID)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// The request a header block opens, or nil when it is not one this path reads
+    /// (swift-nio-http2 has validated the block: pseudo-header fields first, lower-case names).
+    static func request(_ block: HPACKHeaders) -> HTTPRequest? {
+        var method: String?, scheme: String?, authority: String?, target: String?
+        var fields = HTTPFields()
+        for (name, value, _) in block {
+            switch name {
+            case ":method": method = value
+            case ":scheme": scheme = value
+            case ":authority": authority = value
+            case ":path": target = value
+            default:
+                guard !name.hasPrefix(":"), let fieldName = HTTPField.Name(name) else { return nil }
+                fields.append(HTTPField(name: fieldName, value: value))
+            }
+        }
+        guard method == "POST", let target else { return nil }
+        return HTTPRequest(method: .post, scheme: scheme, authority: authority, path: target, headerFields: fields)
+    }
+
+    private func take(_ request: HTTPRequest, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
+        let client = path.context(channel: context.channel, headers: request.headerFields)
+        var taken = Taken(phase: .reading, client: client, deadline: .now() + bodyTimeout)
+        if let refusal = path.rateLimit.refusal(client) ?? path.auth.refusal(request.headerFields) {
+            taken.phase = .refused
+            streams[stream] = taken
+            send(refusal, on: stream, context: context)
+        } else {
+            do {
+                taken.framing = try BatchBody.Framing(request.headerFields, limits: path.settings.current.limits)
+                streams[stream] = taken
+            } catch {
+                taken.phase = .refused
+                streams[stream] = taken
+                send(path.ingest.rejected(error), on: stream, context: context)
+            }
+        }
+        if sweep == nil { scheduleSweep(context: context) }
+    }
+
+    private func receive(_ frame: HTTP2Frame, context: ChannelHandlerContext) {
+        let stream = frame.streamID
+        let ended: Bool
+        switch frame.payload {
+        case .data(let payload):
+            guard case .byteBuffer(let bytes) = payload.data else { return }
+            let length = bytes.readableBytes + (payload.paddingBytes ?? 0)
+            streams[stream]!.unacknowledged += length
+            if streams[stream]!.phase == .reading, let framing = streams[stream]!.framing {
+                streams[stream]!.received += bytes.readableBytes
+                if streams[stream]!.received > framing.limits.maxCompressedBytes {
+                    streams[stream]!.phase = .refused
+                    streams[stream]!.chunks = []
+                    send(path.ingest.rejected(framing.overWire), on: stream, context: context)
+                } else if bytes.readableBytes > 0 {
+                    streams[stream]!.chunks.append(bytes)
+                }
+            }
+            ended = payload.endStream
+            if !ended, streams[stream]!.unacknowledged >= Self.windowStep {
+                let increment = streams[stream]!.unacknowledged
+                streams[stream]!.unacknowledged = 0
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .windowUpdate(windowSizeIncrement: increment))),
+                              promise: nil)
+                flushPending = true
+            }
+        case .headers(let trailers):
+            // Trailers end the body; their fields are not read (the router's path ignores them too).
+            ended = trailers.endStream
+        default:
+            // WINDOW_UPDATE, RST_STREAM, PRIORITY: swift-nio-http2 has applied them; nothing else has a use for them.
+            return
+        }
+        guard ended, let taken = streams[stream] else { return }
+        switch taken.phase {
+        case .reading:
+            streams[stream]!.phase = .committing
+            streams[stream]!.chunks = []
+            commit(taken, on: stream, context: context)
+        case .refused, .committing, .answered:
+            break
+        }
+    }
+
+    /// Inflates, counts and commits the body in a task; the answer comes back on the event loop.
+    private func commit(_ taken: Taken, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard let framing = taken.framing else { return }
+        let path = self.path, chunks = taken.chunks, client = taken.client
+        let promise = context.eventLoop.makePromise(of: JSONAnswer.self)
+        promise.completeWithTask { await path.answer(framing: framing, chunks: chunks, client: client) }
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        promise.futureResult.whenSuccess { answer in
+            let (handler, context) = bound.value
+            // A stream the client reset meanwhile is gone: its answer has nowhere to go.
+            guard handler.streams[stream]?.phase == .committing else { return }
+            handler.send(answer, on: stream, context: context)
+            handler.flushIfPending(context)
+        }
+    }
+
+    private func send(_ answer: JSONAnswer, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
+        if streams[stream]?.phase == .committing { streams[stream]!.phase = .answered }
+        path.count(answer, on: .h2)
+        let headers = HTTP2Frame(streamID: stream, payload: .headers(.init(headers: answer.h2Head(date: path.dates.now()))))
+        context.write(wrapOutboundOut(headers), promise: nil)
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(.init(data: .byteBuffer(answer.body), endStream: true)))),
+                      promise: nil)
+        flushPending = true
+    }
+
+    private func flushIfPending(_ context: ChannelHandlerContext) {
+        guard flushPending else { return }
+        flushPending = false
+        context.flush()
+    }
+
+    /// Resets the streams whose body has not ended by their deadline; again while any are taken.
+    private func scheduleSweep(context: ChannelHandlerContext) {
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        sweep = context.eventLoop.scheduleTask(in: bodyTimeout) {
+            let (handler, context) = bound.value
+            handler.sweep = nil
+            let now = NIODeadline.now()
+            var reset = false
+            for (stream, taken) in handler.streams where taken.deadline <= now {
+                switch taken.phase {
+                case .reading, .refused:
+                    context.write(handler.wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .rstStream(.cancel))), promise: nil)
+                    reset = true
+                case .committing, .answered:
+                    // The commit answers in its own time (the writer's queue is bounded); the answer's
+                    // DATA waiting for the client's window is a stream the client holds open.
+                    if taken.phase == .answered {
+                        context.write(handler.wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .rstStream(.cancel))), promise: nil)
+                        reset = true
+                    }
+                }
+            }
+            if reset { context.flush() }
+            if !handler.streams.isEmpty { handler.scheduleSweep(context: context) }
+        }
+    }
+}

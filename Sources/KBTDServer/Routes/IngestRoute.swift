@@ -90,8 +90,9 @@ struct IngestRoute: Sendable {
     }
 
     /// Checks the content type and encoding, then reads and inflates the body
-    /// while it streams in, enforcing both size caps as bytes arrive; a refused
-    /// body (400, 413, 415) is a `JSONRefusal`.
+    /// while it streams in, enforcing both size caps as bytes arrive (a gzip body
+    /// of up to 256 KiB is held and inflated in one call at its end, `BodyInflater`);
+    /// a refused body (400, 413, 415) is a `JSONRefusal`.
     static func readJSON(_ request: Request, limits: ServerSettings.Limits) async throws(JSONRefusal) -> [UInt8] {
         if let contentType = request.headers[.contentType] {
             let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
@@ -112,7 +113,7 @@ struct IngestRoute: Sendable {
             throw .tooLarge("body is \(declared) bytes; the limit is \(limits.maxCompressedBytes) bytes on the wire")
         }
 
-        let inflater = StreamingInflater(
+        let inflater = BodyInflater(
             coding: coding, maxOutput: coding == .identity ? limits.maxCompressedBytes : limits.maxDecompressedBytes)
         var received = 0
         do {

@@ -34,7 +34,7 @@ documents = {
     "escapes": b'{"batch_id":"\\u0030f8fad5b-d9cb-469f-a165-70867728950e","x":"\\ud83d\\ude00\\n"}',
 }
 for name, body in documents.items():
-    variants = {0: body, 1: gzip.compress(body), 2: zlib.compress(body)}
+    variants = {0: body, 1: gzip.compress(body, mtime=0), 2: zlib.compress(body)}
     variants[3] = zlib.compress(body)[2:-4]  # raw deflate (encoding byte 3 % 3 == 0 would be identity; use 2 below)
     for coding, payload in ((0, variants[0]), (1, variants[1]), (2, variants[2]), (2, variants[3])):
         suffix = {0: "json", 1: "gz", 2: "zlib"}[coding] if payload is not variants[3] else "raw"
@@ -43,9 +43,9 @@ for name, body in documents.items():
 # Two gzip members, and a truncated stream.
 body = documents["valid"]
 with open(os.path.join(out, "members.gz"), "wb") as f:
-    f.write(bytes([1, 0]) + gzip.compress(body[:50]) + gzip.compress(body[50:]))
+    f.write(bytes([1, 0]) + gzip.compress(body[:50], mtime=0) + gzip.compress(body[50:], mtime=0))
 with open(os.path.join(out, "truncated.gz"), "wb") as f:
-    f.write(bytes([1, 1]) + gzip.compress(body)[:-7])
+    f.write(bytes([1, 1]) + gzip.compress(body, mtime=0)[:-7])
 
 # Whole gzip members (BodyInflater's one-call libdeflate path) and the cases it must hand to zlib.
 import struct

@@ -43,6 +43,7 @@ struct Decode: ParsableCommand {
         let rules = FieldRules()
         let validator = BatchValidator(rules: rules)
         var samples = 0
+        let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
         for body in bodies where stage != .generate {
             let json: [UInt8]
@@ -81,6 +82,8 @@ struct Decode: ParsableCommand {
             samples += delta.animations.values.reduce(0) { $0 + Int($1) }
         }
         let seconds = (ContinuousClock.now - start) / .seconds(1)
+        // CPU time too: on a loaded machine the wall clock also counts the time spent waiting for a core.
+        let cpuSeconds = processCPUSeconds() - cpuStart
         let label = (reference ? " (reference)" : materialize ? " (materialised samples)" : "") + (inflater == .zlib ? " (zlib)" : "")
         switch stage {
         case .generate:
@@ -97,8 +100,8 @@ struct Decode: ParsableCommand {
             return
         case .reduce: break
         }
-        print("decode\(label): " + String(format: "%d batches, %d samples in %.3f s: %.0f samples/s (one core)",
-                                            batches, samples, seconds, Double(samples) / seconds))
+        print("decode\(label): " + String(format: "%d batches, %d samples in %.3f s: %.0f samples/s (one core); %.3f CPU s: %.0f samples per CPU second",
+                                            batches, samples, seconds, Double(samples) / seconds, cpuSeconds, Double(samples) / cpuSeconds))
     }
 }
 

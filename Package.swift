@@ -33,6 +33,9 @@ let package = Package(
         // System libraries: zlib and SQLite come from the OS (Debian's zlib1g-dev, libsqlite3-dev).
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib",
                        providers: [.apt(["zlib1g-dev"])]),
+        // libdeflate: whole-buffer gzip inflate when the output size is known (KBTDCompression).
+        .systemLibrary(name: "CLibdeflate", path: "Sources/CLibdeflate", pkgConfig: "libdeflate",
+                       providers: [.apt(["libdeflate-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
         // glibc's malloc.h, for the daemon's mmap threshold (kbtd serve).
@@ -42,10 +45,12 @@ let package = Package(
         .target(name: "KBTDCore", swiftSettings: strict),
         // Presentation of the domain, no I/O: the dashboard page, the stats and backtest formatters, the height table export.
         .target(name: "KBTDReport", dependencies: ["KBTDCore"], swiftSettings: strict),
-        // The reference tree parser and validator BatchIntake is checked against (the fuzz oracle). Never linked into kbtd.
-        .target(name: "KBTDReference", dependencies: ["KBTDCore"], swiftSettings: strict),
-        // Strict, capped streaming inflate (gzip, zlib, raw deflate) over the system libz.
-        .target(name: "KBTDCompression", dependencies: ["CZlib"], swiftSettings: strict),
+        // The references BatchIntake and BodyInflater are checked against (the fuzz oracles): the tree parser and
+        // validator, zlib alone. Never linked into kbtd.
+        .target(name: "KBTDReference", dependencies: ["KBTDCore", "KBTDCompression"], swiftSettings: strict),
+        // Strict, capped inflate (gzip, zlib, raw deflate) over the system libz; a whole gzip member of
+        // known size inflates in one call through the system libdeflate.
+        .target(name: "KBTDCompression", dependencies: ["CZlib", "CLibdeflate"], swiftSettings: strict),
         // SQLite storage behind the TelemetryStore protocol, and the group-commit writer.
         .target(name: "KBTDStore", dependencies: [
             "KBTDCore", "CSQLite",

@@ -19,7 +19,8 @@ struct Bench: ParsableCommand {
 /// reducing to counts) the same gzip batches on one core, through the
 /// daemon's counting `BatchIntake.count` (with `--materialize`, `BatchIntake.validate`
 /// and the grouped reduction it replaced; with `--reference`, the
-/// tree parser, validator and sample-by-sample reduction before them). `--stage` stops early, for stage profiles
+/// tree parser, validator and sample-by-sample reduction before them; with `--inflater zlib`, zlib's
+/// `StreamingInflater` instead of the daemon's `BodyInflater`). `--stage` stops early, for stage profiles
 /// (instructions of a stage = a run to it minus a run to the one before).
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "In-process inflate + decode + validate, one core.")
@@ -31,6 +32,9 @@ struct Decode: ParsableCommand {
     @Flag(help: "Decode with BatchIntake.validate (a Sample per sample) and AggregateDelta(batch:), as before the counting intake.")
     var materialize = false
     @Option(help: "Last stage to run: generate, inflate, validate or reduce (all).") var stage: Stage = .reduce
+    enum InflatePath: String, ExpressibleByArgument { case daemon, zlib }
+    @Option(help: "daemon: BodyInflater (libdeflate for a whole gzip member, as kbtd serve); zlib: StreamingInflater alone.")
+    var inflater: InflatePath = .daemon
 
     func run() throws {
         var workload = Workload(seed: seed)
@@ -39,11 +43,20 @@ struct Decode: ParsableCommand {
         let rules = FieldRules()
         let validator = BatchValidator(rules: rules)
         var samples = 0
+        let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
         for body in bodies where stage != .generate {
-            let inflater = StreamingInflater(coding: .gzip, maxOutput: 8 << 20)
-            try inflater.feed(body)
-            let json = try inflater.finish()
+            let json: [UInt8]
+            switch inflater {
+            case .daemon:
+                let inflater = BodyInflater(coding: .gzip, maxOutput: 8 << 20)
+                try inflater.feed(body)
+                json = try inflater.finish()
+            case .zlib:
+                let inflater = StreamingInflater(coding: .gzip, maxOutput: 8 << 20)
+                try inflater.feed(body)
+                json = try inflater.finish()
+            }
             guard stage != .inflate else {
                 samples += json.count
                 continue
@@ -69,7 +82,9 @@ struct Decode: ParsableCommand {
             samples += delta.animations.values.reduce(0) { $0 + Int($1) }
         }
         let seconds = (ContinuousClock.now - start) / .seconds(1)
-        let label = reference ? " (reference)" : materialize ? " (materialised samples)" : ""
+        // CPU time too: on a loaded machine the wall clock also counts the time spent waiting for a core.
+        let cpuSeconds = processCPUSeconds() - cpuStart
+        let label = (reference ? " (reference)" : materialize ? " (materialised samples)" : "") + (inflater == .zlib ? " (zlib)" : "")
         switch stage {
         case .generate:
             print("decode (generate only): \(batches) batches")
@@ -85,8 +100,8 @@ struct Decode: ParsableCommand {
             return
         case .reduce: break
         }
-        print("decode\(label): " + String(format: "%d batches, %d samples in %.3f s: %.0f samples/s (one core)",
-                                            batches, samples, seconds, Double(samples) / seconds))
+        print("decode\(label): " + String(format: "%d batches, %d samples in %.3f s: %.0f samples/s (one core); %.3f CPU s: %.0f samples per CPU second",
+                                            batches, samples, seconds, Double(samples) / seconds, cpuSeconds, Double(samples) / cpuSeconds))
     }
 }
 

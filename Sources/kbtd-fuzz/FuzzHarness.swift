@@ -5,10 +5,11 @@ import KBTDReport
 
 /// One fuzz input: byte 0 picks the encoding, byte 1 the chunk size the body
 /// arrives in, the rest is the body. It runs the ingest path's pure part
-/// (streaming inflate with caps, `BatchIntake.count`, aggregation, estimation)
-/// exactly as the daemon does, and the differential oracle: the reference
-/// tree parser and validator must reach the same decision, error and counts
-/// as both `BatchIntake` passes (counting and materialising).
+/// (inflate with caps, `BatchIntake.count`, aggregation, estimation) exactly as
+/// the daemon does, and the differential oracles: zlib alone must give the same
+/// bytes or error as `BodyInflater` (`InflateOracle`), and the reference tree
+/// parser and validator the same decision, error and counts as both
+/// `BatchIntake` passes (counting and materialising; `IntakeOracle`).
 /// Any trap is a finding.
 enum FuzzHarness {
     static let now = 1_763_719_198.0
@@ -21,20 +22,12 @@ enum FuzzHarness {
         guard input.count >= 2 else { return }
         let coding: ContentCoding = [.identity, .gzip, .deflate][Int(input[0] % 3)]
         let chunk = Int(input[1]) * 16 + 1
-        let body = input[2...]
-        let inflater = StreamingInflater(coding: coding, maxOutput: maxOutput)
-        var offset = body.startIndex
-        let json: [UInt8]
-        do {
-            while offset < body.endIndex {
-                let end = min(body.endIndex, offset + chunk)
-                try inflater.feed(body[offset..<end])
-                offset = end
-            }
-            json = try inflater.finish()
-        } catch {
-            return  // Rejections are the expected outcome for most inputs.
-        }
+        let body = ArraySlice(input[2...])
+        // What the daemon inflates with (BodyInflater: libdeflate for a whole gzip member), checked
+        // against zlib alone on the same chunks; rejections are the expected outcome for most inputs.
+        let (inflated, inflateDifference) = InflateOracle.inflate(body, coding: coding, chunk: chunk, maxOutput: maxOutput)
+        if let inflateDifference { fatalError("inflate differs: \(inflateDifference)") }
+        guard let json = inflated else { return }
         if let difference = IntakeOracle.difference(json: json, now: now, rules: rules) {
             fatalError("BatchIntake differs from the reference: \(difference)")
         }

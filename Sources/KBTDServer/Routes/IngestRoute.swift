@@ -120,7 +120,9 @@ struct IngestRoute: Sendable {
 
 /// One batch's body as it arrives, on either path: the content type and encoding are checked when
 /// it is made (`Framing`: 415; a declared length over the wire cap, 413), each chunk is inflated as it
-/// is fed (413 past either cap, 400 for a stream that does not inflate), and `finish()` gives the JSON.
+/// is fed (413 past either cap, 400 for a stream that does not inflate; a gzip body of up to 256 KiB is
+/// held and inflated in one libdeflate call at its end, `BodyInflater`, with zlib's results and errors),
+/// and `finish()` gives the JSON.
 final class BatchBody {
     /// What the headers alone decide: the coding, or the refusal. Sendable, so a body can be read
     /// on another thread than the one that checked its headers (`HTTP2BatchHandler`).
@@ -156,13 +158,13 @@ final class BatchBody {
     }
 
     private let framing: Framing
-    private let inflater: StreamingInflater
+    private let inflater: BodyInflater
     private var received = 0
 
     init(_ framing: Framing) {
         self.framing = framing
         let limits = framing.limits
-        inflater = StreamingInflater(
+        inflater = BodyInflater(
             coding: framing.coding, maxOutput: framing.coding == .identity ? limits.maxCompressedBytes : limits.maxDecompressedBytes)
     }
 

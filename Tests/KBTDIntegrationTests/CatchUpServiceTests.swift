@@ -25,7 +25,9 @@ struct CatchUpServiceTests {
         let catchUp = try #require(app.catchUp)
 
         // Running, and polling the database.
-        try await waitUntil("the catch-up running and polling the database twice") {
+        try await waitUntil("the catch-up running and polling the database twice", detail: {
+            "running: \(catchUp.isRunning), successful polls: \(catchUp.polls), last error: \(catchUp.lastError ?? "none")"
+        }) {
             catchUp.isRunning && catchUp.polls >= 2
         }
 

@@ -176,11 +176,11 @@ package func waitUntil(_ what: String, seconds: Double = 60, every cadence: Int3
 
 /// The async form of `waitUntil`: holds no thread between questions (a Dispatch timer resumes it).
 package func waitUntil(_ what: String, seconds: Double = 60, every cadence: Int = 25,
-               _ condition: () async throws -> Bool) async throws {
+               detail: () -> String = { "" }, _ condition: () async throws -> Bool) async throws {
     let deadline = Deadline(seconds, for: what)
     while true {
         if try await condition() { return }
-        if deadline.hasPassed { throw deadline.failure() }
+        if deadline.hasPassed { throw deadline.failure(detail()) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(cadence)) { continuation.resume() }
         }

@@ -1,15 +1,5 @@
 /// The phones of one key on one OS release: whom `Replay` follows (`os=MAJOR.MINOR`).
-public struct ReplayCell: Hashable, Sendable, Comparable {
-    public var series: SeriesKey
-    public var minor: Int
-
-    public init(series: SeriesKey, minor: Int) {
-        self.series = series
-        self.minor = minor
-    }
-
-    public static func < (a: Self, b: Self) -> Bool { (a.series, a.minor) < (b.series, b.minor) }
-}
+public typealias ReplayCell = ReleaseKey
 
 /// One moment of a replay: the counts that arrived then, and what the phones that sent them
 /// measured (per cell, the height in half points: the truth they should have been served).

@@ -44,11 +44,7 @@ struct RenderedAnswer: Sendable {
         var bodiless = reply
         bodiless.body = nil
         self.reply = bodiless
-        var h2Head = HPACKHeaders([(":status", String(reply.status.code))])
-        for field in fields {
-            h2Head.add(name: field.name.canonicalName, value: field.value, indexing: field.indexingStrategy.hpack)
-        }
-        self.h2Head = h2Head
+        h2Head = HPACKHeaders(status: reply.status, fields: fields)
         if let head {
             self.head = head
         } else {
@@ -80,6 +76,18 @@ struct RenderedAnswer: Sendable {
     /// fields and their h2 block (about the head again each) and the table's own bookkeeping (a generous 128 bytes).
     func cost(key: String) -> Int {
         key.utf8.count + 3 * head.count + (body?.readableBytes ?? 0) + route.utf8.count + 128
+    }
+}
+
+extension HPACKHeaders {
+    /// A response head as an h2 HEADERS frame carries it: `:status`, then `fields` with lower-case
+    /// names and the indexing NIOHTTPTypesHTTP2 gives them on a stream, so kbtd's own h2 answers
+    /// (`RenderedAnswer.h2Head`, `JSONAnswer.h2Head`) send what a stream channel would.
+    init(status: HTTPResponse.Status, fields: HTTPFields) {
+        self.init([(":status", String(status.code))])
+        for field in fields {
+            add(name: field.name.canonicalName, value: field.value, indexing: field.indexingStrategy.hpack)
+        }
     }
 }
 

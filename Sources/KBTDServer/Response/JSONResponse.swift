@@ -34,14 +34,9 @@ struct JSONAnswer: Sendable {
         return HTTPResponse(status: status, headerFields: fields)
     }
 
-    /// The same head as an h2 HEADERS frame carries it (`HTTP2BatchHandler`): `:status`, then the fields
-    /// with lower-case names and the indexing NIOHTTPTypesHTTP2 gives them on a stream, as `RenderedAnswer.h2Head`.
+    /// The same head as an h2 HEADERS frame carries it (`HTTP2BatchHandler`), framed as `RenderedAnswer.h2Head` is.
     func h2Head(date: String) -> HPACKHeaders {
-        var block = HPACKHeaders([(":status", String(status.code))])
-        for field in head(date: date).headerFields {
-            block.add(name: field.name.canonicalName, value: field.value, indexing: field.indexingStrategy.hpack)
-        }
-        return block
+        HPACKHeaders(status: status, fields: head(date: date).headerFields)
     }
 
     /// `{"error": ..., "detail": ...}` with an optional `field`.

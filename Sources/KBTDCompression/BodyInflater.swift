@@ -49,7 +49,7 @@ public final class BodyInflater {
         held.append(contentsOf: bytes)
         chunkEnds.append(held.count)
         // Header bytes that already rule the one-call path out: let zlib judge them now.
-        if held.count >= 4 && (held[0] != 0x1F || held[1] != 0x8B || held[2] != 8 || held[3] & 0xE2 != 0) {
+        if held.count >= 4 && !GzipMemberShape.admitsStart(held[0], held[1], held[2], held[3]) {
             try stream()
         }
     }

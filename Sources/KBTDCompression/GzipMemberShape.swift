@@ -16,10 +16,8 @@
 enum GzipMemberShape {
     /// Whether `member` is a gzip member libdeflate may inflate for zlib.
     static func admits(_ member: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard member.count >= 18, member[0] == 0x1F, member[1] == 0x8B, member[2] == 8 else { return false }
+        guard member.count >= 18, admitsStart(member[0], member[1], member[2], member[3]) else { return false }
         let flags = member[3]
-        // FHCRC (0x02): zlib checks the header CRC, libdeflate skips it; reserved bits (0xE0): zlib's message.
-        guard flags & 0xE2 == 0 else { return false }
         var offset = 10
         if flags & 0x04 != 0 {  // FEXTRA: a 16-bit length, then that many bytes.
             guard offset + 2 <= member.count else { return false }
@@ -33,6 +31,13 @@ enum GzipMemberShape {
         guard offset < member.count - 8 else { return false }
         var bits = BitReader(member, from: offset, to: member.count - 8)
         return admitsOnlyBlock(&bits)
+    }
+
+    /// Whether a member's first four bytes (ID1, ID2, CM, FLG) leave it to this check: gzip, deflate,
+    /// and neither FHCRC (0x02: zlib checks the header CRC, libdeflate skips it) nor a reserved bit
+    /// (0xE0: zlib's message). `BodyInflater` asks it as soon as a body's first four bytes are in.
+    static func admitsStart(_ id1: UInt8, _ id2: UInt8, _ method: UInt8, _ flags: UInt8) -> Bool {
+        id1 == 0x1F && id2 == 0x8B && method == 8 && flags & 0xE2 == 0
     }
 
     /// Reads the first block's header; true if it is final and zlib and libdeflate read it alike.

@@ -31,7 +31,16 @@ final class SQLiteConnection {
         case immutable
     }
 
+    /// Process-wide settings, made once before the first connection opens. Debian's SQLite
+    /// is built without lookaside memory (`OMIT_LOOKASIDE`): every register and cursor of a
+    /// statement run is a `malloc` and a `free`, and with allocation statistics on (SQLite's
+    /// default) each also takes a global mutex. Nothing in kbtd reads those statistics
+    /// (`sqlite3_memory_used`, `sqlite3_status`), so they are off. BENCHMARKS.md, "A cheaper
+    /// SQLite commit".
+    private static let configured: Int32 = kbtd_sqlite3_config_memstatus(0)
+
     init(path: String, mode: Mode) throws(SQLiteError) {
+        _ = Self.configured
         var db: OpaquePointer?
         let flags: Int32
         var name = path
@@ -151,6 +160,30 @@ final class SQLiteStatement {
         guard status == SQLITE_DONE else { throw connection.error(status, "executing statement") }
     }
 
+    /// Runs a statement that returns no rows, its parameters bound in order by `body`
+    /// (no array of values; text bound without a copy, see `SQLiteBinder.text`).
+    func run(_ body: (inout SQLiteBinder) -> Void) throws(SQLiteError) {
+        try finish(step(body))
+    }
+
+    /// Binds with `body`, steps once and resets: `SQLITE_DONE`, or the failing code (with the
+    /// parameter whose binding failed, else 0). `finish` turns a failure into an error.
+    func step(_ body: (inout SQLiteBinder) -> Void) -> (status: Int32, failedAt: Int32) {
+        var binder = SQLiteBinder(handle: handle)
+        body(&binder)
+        var status = binder.status
+        if status == SQLITE_OK { status = sqlite3_step(handle) }
+        sqlite3_reset(handle)
+        // Drops the bound text pointers, which live only as long as `body`'s caller keeps them.
+        sqlite3_clear_bindings(handle)
+        return (status, binder.failedAt)
+    }
+
+    func finish(_ result: (status: Int32, failedAt: Int32)) throws(SQLiteError) {
+        guard result.status != SQLITE_DONE else { return }
+        throw connection.error(result.status, result.failedAt == 0 ? "executing statement" : "binding parameter \(result.failedAt)")
+    }
+
     /// Steps through every row, handing each to `body`.
     func forEachRow(_ values: [SQLiteValue] = [], _ body: (SQLiteRow) -> Void) throws(SQLiteError) {
         try bind(values)
@@ -162,6 +195,29 @@ final class SQLiteStatement {
             body(SQLiteRow(statement: handle))
         }
     }
+}
+
+/// Binds a statement's parameters in order (`SQLiteStatement.run(_:)`): 1, 2, 3, ...
+struct SQLiteBinder {
+    let handle: OpaquePointer
+    private(set) var index: Int32 = 1
+    /// The first binding's failure (`SQLITE_OK` while none failed), and its parameter.
+    private(set) var status = SQLITE_OK
+    private(set) var failedAt: Int32 = 0
+
+    init(handle: OpaquePointer) { self.handle = handle }
+
+    private mutating func check(_ result: Int32) {
+        if result != SQLITE_OK && status == SQLITE_OK { (status, failedAt) = (result, index) }
+        index += 1
+    }
+
+    mutating func int(_ value: Int64) { check(sqlite3_bind_int64(handle, index, value)) }
+    mutating func double(_ value: Double) { check(sqlite3_bind_double(handle, index, value)) }
+    mutating func null() { check(sqlite3_bind_null(handle, index)) }
+    /// Text SQLite reads in place (`SQLITE_STATIC`: no copy, no allocation): `text` must stay
+    /// valid until the statement has run, as it does inside a `withCString` around `run`.
+    mutating func text(_ text: UnsafePointer<CChar>) { check(sqlite3_bind_text(handle, index, text, -1, nil)) }
 }
 
 enum SQLiteValue {

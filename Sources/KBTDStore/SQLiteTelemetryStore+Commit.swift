@@ -49,8 +49,8 @@ extension SQLiteTelemetryStore {
         ON CONFLICT DO NOTHING
         """
     static let touchKeySource = """
-        UPDATE key_sources SET seen_at = MAX(COALESCE(seen_at, ?), ?)
-        WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ? AND source = ?
+        UPDATE key_sources SET seen_at = MAX(COALESCE(seen_at, ?7), ?7)
+        WHERE model = ?1 AND os_major = ?2 AND language = ?3 AND orientation = ?4 AND keyboard_type = ?5 AND source = ?6
         """
 
     /// A random retired identifier (`SourceID`): negative, odd, never derived from an address.
@@ -81,7 +81,9 @@ extension SQLiteTelemetryStore {
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?6)
         ON CONFLICT DO UPDATE SET last_seen = excluded.last_seen WHERE keys.last_seen / 86400 < excluded.last_seen / 86400
         """
-    static let touchKey = "UPDATE keys SET last_seen = ? WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?"
+    static let touchKey = """
+        UPDATE keys SET last_seen = ?6 WHERE model = ?1 AND os_major = ?2 AND language = ?3 AND orientation = ?4 AND keyboard_type = ?5
+        """
     static let evictKey = """
         UPDATE keys SET admitted_at = NULL
         WHERE model = ? AND os_major = ? AND language = ? AND orientation = ? AND keyboard_type = ?
@@ -112,8 +114,16 @@ extension SQLiteTelemetryStore {
             let insertBatch = try statement(Self.insertBatchID)
             var claimed: Set<String> = []
             for batch in plan.claims {
-                try insertBatch.run([.text(batch.batchID), .int(batch.receivedAt), .text(batch.model), .text(batch.os),
-                                     .int(Int64(batch.accepted)), .int(Int64(batch.rejected))])
+                try insertBatch.finish(batch.batchID.withCString { id in
+                    batch.model.withCString { model in
+                        batch.os.withCString { os in
+                            insertBatch.step {
+                                $0.text(id); $0.int(batch.receivedAt); $0.text(model); $0.text(os)
+                                $0.int(Int64(batch.accepted)); $0.int(Int64(batch.rejected))
+                            }
+                        }
+                    }
+                })
                 if db.changes == 1 { claimed.insert(batch.batchID) }
             }
             plan.settle(claimed: claimed)
@@ -153,17 +163,17 @@ extension SQLiteTelemetryStore {
         var pass: Set<SeriesKey> = []
         var candidates: [(SeriesKey, KeySupport)] = []
         for key in plan.added.seriesKeys {
-            let values = Self.keyValues(key)
             let fingerprint = key.fingerprint
             if indexed.contains(fingerprint) {
                 pass.insert(key)
                 let new = newSources[key]
                 if indexed.report(fingerprint, newSources: new?.count ?? 0, trusted: trusted.contains(key) || new?.trusted == true, day: day) {
-                    try statement(Self.touchKey).run([.int(now)] + values)
+                    try statement(Self.touchKey).run(key: key) { $0.int(now) }
                 }
                 continue
             }
-            try register.run(values + [.int(now)])
+            try register.run(key: key) { $0.int(now) }
+            let values = Self.keyValues(key)
             var sources: Int64 = 0
             var hasTrusted = false
             try statement(Self.countKeySources).forEachRow(values) { row in
@@ -197,25 +207,31 @@ extension SQLiteTelemetryStore {
     func write(_ delta: AggregateDelta, seenAt: Int64) throws(SQLiteError) -> WrittenSources {
         let heights = try statement(Self.upsertHeightCounts)
         for (key, count) in delta.heights {
-            try heights.run(Self.keyValues(key.series) + [.text(key.placement.rawValue), .double(HeightBin.points(key.halfPoints)), .int(count)])
+            try heights.finish(key.placement.rawValue.withCString { placement in
+                heights.step(key: key.series) { $0.text(placement); $0.double(HeightBin.points(key.halfPoints)); $0.int(count) }
+            })
         }
         let animations = try statement(Self.upsertAnimationCounts)
         for (key, count) in delta.animations {
-            try animations.run(Self.keyValues(key.series) + [.text(key.event.rawValue), .int(Int64(key.bin.durationMs)),
-                                                             .int(Int64(key.bin.curve)), .int(count)])
+            try animations.finish(key.event.rawValue.withCString { event in
+                animations.step(key: key.series) {
+                    $0.text(event); $0.int(Int64(key.bin.durationMs)); $0.int(Int64(key.bin.curve)); $0.int(count)
+                }
+            })
         }
         let coldStarts = try statement(Self.upsertColdStartCounts)
         for (key, count) in delta.coldStarts {
-            try coldStarts.run(Self.keyValues(key.series) + [.int(key.preloaded ? 1 : 0), .int(Int64(key.bucket)),
-                                                             .double(LogBucket.value(key.bucket)), .int(count)])
+            try coldStarts.run(key: key.series) {
+                $0.int(key.preloaded ? 1 : 0); $0.int(Int64(key.bucket)); $0.double(LogBucket.value(key.bucket)); $0.int(count)
+            }
         }
         let safeAreas = try statement(Self.upsertSafeAreaCounts)
         for (key, count) in delta.safeAreas {
-            try safeAreas.run(Self.keyValues(key.series) + [.double(HeightBin.points(key.halfPoints)), .int(count)])
+            try safeAreas.run(key: key.series) { $0.double(HeightBin.points(key.halfPoints)); $0.int(count) }
         }
         let votes = try statement(Self.upsertHeightVotes)
         for (key, count) in delta.votes {
-            try votes.run(Self.keyValues(key.series) + [.double(HeightBin.points(key.halfPoints)), .int(count)])
+            try votes.run(key: key.series) { $0.double(HeightBin.points(key.halfPoints)); $0.int(count) }
         }
         let sources = try statement(Self.insertKeySource)
         let touch = try statement(Self.touchKeySource)
@@ -228,19 +244,23 @@ extension SQLiteTelemetryStore {
                     if skipsKnownTrustedRows && indexed.knowsTrustedRow(fingerprint) { continue }
                     indexed.noteTrustedRow(fingerprint)
                 }
+                let source = Int64(bitPattern: id.value)
                 // Only a network's keyed hash has a last-seen time: trusted and retired rows never expire.
                 // A network that reported the key before (the usual case) is one statement: its
                 // last-seen time moves on; else it is inserted, if the key keeps fewer than 8.
                 if id.isNetworkHash && touchesKnownNetworksFirst {
-                    try touch.run([.int(seenAt), .int(seenAt)] + Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
+                    try touch.run(key: series) { $0.int(source); $0.int(seenAt) }
                     if db.changes == 1 { continue }
                 }
-                try sources.run(Self.keyValues(series) + [.int(Int64(bitPattern: id.value)), id.isNetworkHash ? .int(seenAt) : .null])
+                try sources.run(key: series) { binder in
+                    binder.int(source)
+                    if id.isNetworkHash { binder.int(seenAt) } else { binder.null() }
+                }
                 if db.changes == 1 {
                     newSources[series, default: (0, false)].count += 1
                     if id == .trusted { newSources[series, default: (0, false)].trusted = true }
                 } else if id.isNetworkHash && !touchesKnownNetworksFirst {
-                    try touch.run([.int(seenAt), .int(seenAt)] + Self.keyValues(series) + [.int(Int64(bitPattern: id.value))])
+                    try touch.run(key: series) { $0.int(source); $0.int(seenAt) }
                 }
             }
         }
@@ -254,5 +274,34 @@ extension SQLiteTelemetryStore {
         let newReleaseSources = try writeReleaseSources(delta.releaseSources, seenAt: seenAt)
         try writeDayVotes(delta.dayVotes)
         return WrittenSources(keys: newSources, releases: newReleaseSources)
+    }
+}
+
+extension SQLiteStatement {
+    /// Runs with a key's five columns as parameters 1-5 (`model, os_major, language, orientation,
+    /// keyboard_type`, the order every keyed statement here starts with), then `rest`'s from 6.
+    /// The texts are bound in place, without the copy and the array a `[SQLiteValue]` costs a row.
+    func run(key: SeriesKey, _ rest: (inout SQLiteBinder) -> Void) throws(SQLiteError) {
+        try finish(step(key: key, rest))
+    }
+
+    /// `run(key:_:)` without the throw (`finish` makes it), for a caller binding text of its own.
+    func step(key: SeriesKey, _ rest: (inout SQLiteBinder) -> Void) -> (status: Int32, failedAt: Int32) {
+        key.model.withCString { model in
+            key.language.withCString { language in
+                key.orientation.rawValue.withCString { orientation in
+                    key.keyboardType.withCString { keyboardType in
+                        step { binder in
+                            binder.text(model)
+                            binder.int(Int64(key.osMajor))
+                            binder.text(language)
+                            binder.text(orientation)
+                            binder.text(keyboardType)
+                            rest(&binder)
+                        }
+                    }
+                }
+            }
+        }
     }
 }

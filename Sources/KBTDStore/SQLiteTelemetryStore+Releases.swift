@@ -13,8 +13,9 @@ extension SQLiteTelemetryStore {
         guard !releases.isEmpty else { return }
         let upsert = try statement(Self.upsertReleaseCounts)
         for (bin, count) in releases {
-            try upsert.run(Self.keyValues(bin.series) + [.int(Int64(bin.minor)), .double(HeightBin.points(bin.halfPoints)),
-                                                        .int(count.samples), .int(count.votes)])
+            try upsert.run(key: bin.series) {
+                $0.int(Int64(bin.minor)); $0.double(HeightBin.points(bin.halfPoints)); $0.int(count.samples); $0.int(count.votes)
+            }
         }
     }
 
@@ -37,7 +38,6 @@ extension SQLiteTelemetryStore {
         let insert = try statement(Self.insertReleaseSource)
         var added: [ReleaseKey: Set<SourceID>] = [:]
         for (release, ids) in sources {
-            let key = Self.keyValues(release.series) + [.int(Int64(release.minor))]
             let fingerprint = ids.contains(.trusted) ? release.series.fingerprint : 0
             for id in ids {
                 if id == .trusted {
@@ -45,7 +45,11 @@ extension SQLiteTelemetryStore {
                     if skipsKnownTrustedRows && indexed.knowsTrustedRow(fingerprint, minor: release.minor) { continue }
                     indexed.noteTrustedRow(fingerprint, minor: release.minor)
                 }
-                try insert.run(key + [.int(Int64(bitPattern: id.value)), id.isNetworkHash ? .int(seenAt) : .null])
+                try insert.run(key: release.series) { binder in
+                    binder.int(Int64(release.minor))
+                    binder.int(Int64(bitPattern: id.value))
+                    if id.isNetworkHash { binder.int(seenAt) } else { binder.null() }
+                }
                 if db.changes == 1 { added[release, default: []].insert(id) }
             }
         }
@@ -72,7 +76,7 @@ extension SQLiteTelemetryStore {
         guard !bins.isEmpty else { return }
         let upsert = try statement(Self.upsertDayVotes)
         for (bin, votes) in bins {
-            try upsert.run(Self.keyValues(bin.series) + [.int(Int64(bin.day)), .double(HeightBin.points(bin.halfPoints)), .int(votes)])
+            try upsert.run(key: bin.series) { $0.int(Int64(bin.day)); $0.double(HeightBin.points(bin.halfPoints)); $0.int(votes) }
         }
     }
 }

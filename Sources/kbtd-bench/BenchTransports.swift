@@ -55,16 +55,15 @@ struct IngestOver: ParsableCommand {
         let load = LoadState(deadline: .now + .milliseconds(Int64(seconds * 1000)), bodies: bodies)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         defer { try? group.syncShutdownGracefully() }
-        var tls: NIOSSLContext?
-        if let ca {
+        let (port, transport) = (self.port, self.transport)
+        let tls: NIOSSLContext? = try (transport == .plain ? nil : ca).map { ca in
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.trustRoots = .file(ca)
             // The benchmark's certificate names 127.0.0.1; the chain to its own CA is still checked.
             configuration.certificateVerification = .noHostnameVerification
             configuration.applicationProtocols = transport == .tlsH2 ? ["h2"] : ["http/1.1"]
-            tls = try NIOSSLContext(configuration: configuration)
+            return try NIOSSLContext(configuration: configuration)
         }
-        let (port, transport) = (self.port, self.transport)
         let sockets = transport == .tlsH2 ? connections : inFlight
         let streams = transport == .tlsH2 ? inFlight / connections : 1
         let cpuBefore = ResourceUse.now()
@@ -242,6 +241,7 @@ final class HTTP1Sender: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        FileHandle.standardError.write(Data("ingest-over: \(error)\n".utf8))
         report(failed: true)
         context.close(promise: nil)
     }

@@ -24,8 +24,9 @@ import NIOHTTP2
 /// `NIOHTTP2WindowUpdatedEvent`s therefore stop here. Streams keep their 65,535-byte windows, so
 /// the multiplexer's streams hold at most that each, and at most `maxStreams` streams per
 /// connection are taken here at once, so a connection buffers at most `maxStreams` x
-/// `max_compressed_bytes` here; more go to the multiplexer. A stream whose body has not ended `body_timeout_seconds` after its HEADERS is
-/// reset (RST_STREAM CANCEL), as a stream channel's deadline would close it.
+/// `max_compressed_bytes` here; more go to the multiplexer. A stream whose body has not ended
+/// `body_timeout_seconds` after its HEADERS is reset (RST_STREAM CANCEL), as a stream channel's
+/// deadline would close it.
 ///
 /// Every frame of a stream taken here stays here until swift-nio-http2 reports the stream closed:
 /// the multiplexer has no channel for it, and would call a later frame an error.

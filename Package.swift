@@ -103,6 +103,12 @@ let package = Package(
         .executableTarget(name: "kbtd-bench", dependencies: [
             "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression", "KBTDStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            // `ingest-over`: one client for plain HTTP/1.1, TLS HTTP/1.1 and TLS h2 (packages kbtd already uses).
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            .product(name: "NIOHPACK", package: "swift-nio-http2"),
         ], swiftSettings: strict),
         // Tests, one target per layer (CONTRIBUTING.md "Testing it"). Helpers every test target shares
         // (the daemon, PostgreSQL, nginx, waits, batches, in-process app): `package` declarations.

@@ -13,14 +13,20 @@ import NIOHTTP2
 /// connection's batches use every core), and the `JSONAnswer` goes back as a HEADERS and a DATA
 /// frame (END_STREAM), with the router's fields and `Date`.
 ///
-/// Flow control: `NIOHTTP2Handler` in frame mode enforces the windows but opens none itself; the
-/// multiplexer after this handler keeps the connection's window open (it sees every
-/// `NIOHTTP2WindowUpdatedEvent`), and a stream channel would open its stream's window as it reads.
-/// A stream taken here has no channel, so this handler sends the stream's WINDOW_UPDATE as it
-/// consumes DATA (every `windowStep` bytes). At most `maxStreams` streams per connection are taken
-/// here at once, so a connection buffers at most `maxStreams` x `max_compressed_bytes`; more go to
-/// the multiplexer. A stream whose body has not ended `body_timeout_seconds` after its HEADERS is
-/// reset (RST_STREAM CANCEL), as a stream channel's deadline would close it.
+/// Flow control: `NIOHTTP2Handler` in frame mode enforces the windows but opens none itself, and a
+/// stream channel opens its stream's window as it reads. A stream taken here has no channel, so this
+/// handler sends the stream's WINDOW_UPDATE as it consumes DATA (every `windowStep` bytes). It also
+/// keeps the connection's window open, at `connectionWindow` (1 MiB: every batch stream's first
+/// 64 KiB at once) rather than the 65,535 bytes the multiplexer after it would keep (its one
+/// `targetWindowSize` would also set every stream's window): with 16 batches in flight, a 64 KiB
+/// connection window cost a WINDOW_UPDATE (its own flush, TLS record and write) every 32 KiB
+/// (BENCHMARKS.md, "Batches over TLS and h2 with one client"). The connection's
+/// `NIOHTTP2WindowUpdatedEvent`s therefore stop here. Streams keep their 65,535-byte windows, so
+/// the multiplexer's streams hold at most that each, and at most `maxStreams` streams per
+/// connection are taken here at once, so a connection buffers at most `maxStreams` x
+/// `max_compressed_bytes` here; more go to the multiplexer. A stream whose body has not ended
+/// `body_timeout_seconds` after its HEADERS is reset (RST_STREAM CANCEL), as a stream channel's
+/// deadline would close it.
 ///
 /// Every frame of a stream taken here stays here until swift-nio-http2 reports the stream closed:
 /// the multiplexer has no channel for it, and would call a later frame an error.
@@ -33,6 +39,8 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     static let maxStreams = 16
     /// Bytes of a stream's body consumed before its window is opened again (half the initial window).
     static let windowStep = 32_768
+    /// The connection's receive window this handler keeps open (RFC 9113 starts it at 65,535).
+    static let connectionWindow = maxStreams * 65_536
 
     private enum Phase {
         case reading
@@ -47,7 +55,10 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         var phase: Phase
         var framing: BatchBody.Framing?
         var client: KBTDRequestContext
-        var chunks: [ByteBuffer] = []
+        /// The body's bytes so far, copied out of the DATA frames (see `keep`).
+        var body: ByteBuffer?
+        /// The body's declared length, for the first allocation (at most 64 KiB of it).
+        var declared: Int?
         var received = 0
         var unacknowledged = 0
         var deadline: NIODeadline
@@ -58,6 +69,8 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var streams: [HTTP2StreamID: Taken] = [:]
     private var lastStream = HTTP2StreamID(0)
     private var flushPending = false
+    /// The connection's window has been raised to `connectionWindow`.
+    private var windowRaised = false
     private var sweep: Scheduled<Void>?
 
     init(_ path: BatchPath, bodyTimeout: TimeAmount) {
@@ -72,6 +85,11 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        if !windowRaised {
+            // The client's first frame (its SETTINGS) has arrived: the connection is open both ways.
+            windowRaised = true
+            updateWindow(of: .rootStream, by: Self.connectionWindow - 65_535, context: context)
+        }
         if !streams.isEmpty, streams[frame.streamID] != nil {
             receive(frame, context: context)
             return
@@ -95,8 +113,20 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let closed = event as? StreamClosedEvent, !streams.isEmpty {
             streams.removeValue(forKey: closed.streamID)
+        } else if let window = event as? NIOHTTP2WindowUpdatedEvent, window.streamID == .rootStream {
+            // The connection's window is this handler's to keep (the multiplexer would aim at 65,535).
+            if windowRaised, let open = window.inboundWindowSize, open <= Self.connectionWindow / 2 {
+                updateWindow(of: .rootStream, by: Self.connectionWindow - open, context: context)
+            }
+            return
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    private func updateWindow(of stream: HTTP2StreamID, by increment: Int, context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .windowUpdate(windowSizeIncrement: increment))),
+                      promise: nil)
+        flushPending = true
     }
 
     /// The request a header block opens, or nil when it is not one this path reads
@@ -122,6 +152,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func take(_ request: HTTPRequest, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
         let client = path.context(channel: context.channel, headers: request.headerFields)
         var taken = Taken(phase: .reading, client: client, deadline: .now() + bodyTimeout)
+        taken.declared = request.headerFields[.contentLength].flatMap { Int($0) }
         if let refusal = path.rateLimit.refusal(client) ?? path.auth.refusal(request.headerFields) {
             taken.phase = .refused
             streams[stream] = taken
@@ -151,19 +182,17 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
                 streams[stream]!.received += bytes.readableBytes
                 if streams[stream]!.received > framing.limits.maxCompressedBytes {
                     streams[stream]!.phase = .refused
-                    streams[stream]!.chunks = []
+                    streams[stream]!.body = nil
                     send(path.ingest.rejected(framing.overWire), on: stream, context: context)
                 } else if bytes.readableBytes > 0 {
-                    streams[stream]!.chunks.append(bytes)
+                    keep(bytes, of: stream, context: context)
                 }
             }
             ended = payload.endStream
             if !ended, streams[stream]!.unacknowledged >= Self.windowStep {
                 let increment = streams[stream]!.unacknowledged
                 streams[stream]!.unacknowledged = 0
-                context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .windowUpdate(windowSizeIncrement: increment))),
-                              promise: nil)
-                flushPending = true
+                updateWindow(of: stream, by: increment, context: context)
             }
         case .headers(let trailers):
             // Trailers end the body; their fields are not read (the router's path ignores them too).
@@ -176,17 +205,32 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch taken.phase {
         case .reading:
             streams[stream]!.phase = .committing
-            streams[stream]!.chunks = []
+            streams[stream]!.body = nil
             commit(taken, on: stream, context: context)
         case .refused, .committing, .answered:
             break
         }
     }
 
+    /// Copies a DATA frame's bytes into the stream's own body buffer rather than keeping the frame's
+    /// slice. A slice shares the storage of the whole decrypted read it came from (NIOSSL's, up to
+    /// hundreds of KiB), and swift-nio-http2's frame decoder appends the next read to the rest of
+    /// that storage: while a slice of it is held here, every append copied the whole storage first
+    /// (copy-on-write) into a fresh allocation, large enough to be mapped and faulted in page by
+    /// page (BENCHMARKS.md, "Batches over TLS and h2 with one client": the memmove and page faults
+    /// of the h2 ingest profile). One copy of the body's bytes costs less.
+    private func keep(_ bytes: ByteBuffer, of stream: HTTP2StreamID, context: ChannelHandlerContext) {
+        if streams[stream]!.body == nil {
+            let capacity = min(max(streams[stream]!.declared ?? 0, bytes.readableBytes), 65_536)
+            streams[stream]!.body = context.channel.allocator.buffer(capacity: capacity)
+        }
+        streams[stream]!.body!.writeImmutableBuffer(bytes)
+    }
+
     /// Inflates, counts and commits the body in a task; the answer comes back on the event loop.
     private func commit(_ taken: Taken, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let framing = taken.framing else { return }
-        let path = self.path, chunks = taken.chunks, client = taken.client
+        let path = self.path, chunks = taken.body.map { [$0] } ?? [], client = taken.client
         let promise = context.eventLoop.makePromise(of: JSONAnswer.self)
         promise.completeWithTask { await path.answer(framing: framing, chunks: chunks, client: client) }
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)

@@ -65,14 +65,14 @@ struct HTTP2Connection: Sendable {
             eventLoop: channel.eventLoop,
             configuration: .init(maxIdleTime: idleTimeout, maxAge: nil, maxGraceTime: nil, keepalive: nil))
         let pipeline = channel.pipeline.syncOperations
-        try pipeline.addHandler(ClientGone(), position: .first)
+        try pipeline.addHandler(ClientGone.shared, position: .first)
         try pipeline.addHandler(FlushCoalescer())
         try pipeline.addHandler(http2)
         try pipeline.addHandler(manager)
         try pipeline.addHandler(HTTP2FastAnswerHandler(answers, stallTimeout: stallTimeout))
         try pipeline.addHandler(HTTP2BatchHandler(batches, bodyTimeout: bodyTimeout))
         try pipeline.addHandler(multiplexer)
-        try pipeline.addHandler(ConnectionEnd())
+        try pipeline.addHandler(ConnectionEnd.shared)
         // The connection was active before ALPN chose h2: replay that for the handlers after
         // NIOHTTP2Handler (the manager starts its idle timer on it).
         if channel.isActive {
@@ -86,8 +86,10 @@ struct HTTP2Connection: Sendable {
     }
 
     /// Closes the connection on an error no handler took, and when the client closes its side.
-    final class ConnectionEnd: ChannelInboundHandler, RemovableChannelHandler {
+    /// Stateless: one instance serves every connection.
+    final class ConnectionEnd: ChannelInboundHandler, RemovableChannelHandler, Sendable {
         typealias InboundIn = HTTP2Frame
+        static let shared = ConnectionEnd()
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
             context.close(promise: nil)
@@ -109,8 +111,10 @@ struct HTTP2Connection: Sendable {
     /// fewer TLS records", has the profile).
     /// An h2 client has no use for a half-closed connection (`ConnectionEnd` closed it on that
     /// event already); HTTP/1.1 connections keep half-closure.
-    final class ClientGone: ChannelInboundHandler, RemovableChannelHandler {
+    /// Stateless: one instance serves every connection.
+    final class ClientGone: ChannelInboundHandler, RemovableChannelHandler, Sendable {
         typealias InboundIn = ByteBuffer
+        static let shared = ClientGone()
 
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
             if case .inputClosed? = event as? ChannelEvent {

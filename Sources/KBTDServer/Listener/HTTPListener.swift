@@ -160,6 +160,9 @@ public struct HTTPListener: Service {
         ServerBootstrap(group: group, childGroup: childGroup)
             .serverChannelOption(ChannelOptions.backlog, value: 1024)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            // One accept per readiness, as nginx (multi_accept off): no accept4 ending in EAGAIN after
+            // every connection; the listening socket stays ready while more wait.
+            .serverChannelOption(ChannelOptions.maxMessagesPerRead, value: 1)
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .serverChannelInitializer { server in

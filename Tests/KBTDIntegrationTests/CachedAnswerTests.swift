@@ -175,6 +175,32 @@ struct CachedAnswerTests {
         #expect(busy.isClosedByPeer(within: 60), "idle_timeout_seconds must close it once it stops asking")
     }
 
+    /// The router's side of a connection starts with the first request it must answer
+    /// (`ListenerChannel.RouteOnFirstRequest`): routed requests between cached ones are answered on
+    /// the same connection, and a client that ends its side after cached answers only is closed by
+    /// kbtd at once, not left to `idle_timeout_seconds` (an hour here).
+    @Test func theRoutersSideStartsWithTheFirstRequestItAnswers() throws {
+        let daemon = try TestDaemon(environment: ["KBTD_IDLE_TIMEOUT_SECONDS": "3600"]).start()
+        defer { #expect(daemon.stop() == 0) }
+        try Self.loadChainFleet(into: daemon)
+        let mixed = try daemon.connection()
+        for _ in 0..<3 { #expect(try mixed.request("GET", Self.height).status == 200) }
+        #expect(try mixed.request("GET", "/healthz").status == 200)
+        #expect(try mixed.request("GET", Self.height).status == 200)
+        #expect(try mixed.request("GET", "/v1/heights?model=iPhone17,1", headers: [("Connection", "keep-alive")]).status == 200)
+
+        let cachedOnly = try daemon.connection()
+        for _ in 0..<3 { #expect(try cachedOnly.request("GET", Self.height).status == 200) }
+        shutdown(cachedOnly.fd, Int32(SHUT_WR))
+        #expect(cachedOnly.isClosedByPeer(within: 30), "the client's half-closure must end a connection the router never served")
+
+        // The same on a connection whose only request the router answered.
+        let routedOnly = try daemon.connection()
+        #expect(try routedOnly.request("GET", "/healthz").status == 200)
+        shutdown(routedOnly.fd, Int32(SHUT_WR))
+        #expect(routedOnly.isClosedByPeer(within: 30), "the client's half-closure must end a connection the router served")
+    }
+
     /// Pipelined requests: one the router answers holds back the cached ones behind it, so
     /// every answer comes in the order asked.
     @Test(arguments: [

@@ -17,7 +17,8 @@ struct HTTP2FrontTests {
     struct Link {
         let server = EmbeddedChannel()
         let client = EmbeddedChannel()
-        let value: HTTP2Connection.Value
+        /// The streams the router would serve, as the multiplexer hands them over (`route`); finished when the server closes.
+        let streams: AsyncStream<HTTP2Connection.Stream>
 
         init(_ app: InProcessApp, clientSettings: HTTP2Settings = nioDefaultSettings) async throws {
             let settings = app.app.settings.current
@@ -25,7 +26,10 @@ struct HTTP2FrontTests {
                                             clients: ClientAddressResolver(settings))
             let address = try SocketAddress(ipAddress: "127.0.0.1", port: 8420)
             try await server.connect(to: address).get()
-            value = try await channels.http2.setup(channel: server, logger: Logger(label: "h2-test")).get()
+            let (streams, opened) = AsyncStream.makeStream(of: HTTP2Connection.Stream.self)
+            self.streams = streams
+            try channels.http2.configure(channel: server, logger: Logger(label: "h2-test")) { opened.yield($0) }
+            server.closeFuture.whenComplete { _ in opened.finish() }
             try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client, initialSettings: clientSettings))
             try await client.connect(to: address).get()
             try shuttle()
@@ -108,7 +112,7 @@ struct HTTP2FrontTests {
         try await link.server.close()
         link.server.embeddedEventLoop.run()
         var opened = 0
-        for await stream in link.value.streams {
+        for await stream in link.streams {
             opened += 1
             try await stream.executeThenClose { _, _ in }
         }

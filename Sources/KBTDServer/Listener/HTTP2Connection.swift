@@ -20,18 +20,13 @@ import NIOHTTPTypesHTTP2
 ///    then `HTTP2BatchHandler`: `POST /v1/batches` streams read and answered from the frames (the batch path);
 /// 4. `HTTP2StreamMultiplexer`: a child channel per other stream, with the stream handlers
 ///    HummingbirdHTTP2 gives one (its HTTP/2 codec, kbtd's request handlers with `EndStreamCoalescer`,
-///    Hummingbird's connection-state handler), served by the router one task per stream as before;
+///    Hummingbird's connection-state handler), served by the router one task per stream (the
+///    listener's; a connection whose streams are all answered from the frames has no task at all);
 /// 5. `ConnectionEnd`: an error reaching the end, or the client closing its side, closes the
 ///    connection, as HummingbirdHTTP2's connection manager does (after a connection error
 ///    `NIOHTTP2Handler` has sent its GOAWAY).
 struct HTTP2Connection: Sendable {
     typealias Stream = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
-
-    struct Value: Sendable {
-        let channel: any Channel
-        /// The streams the router answers, as the multiplexer opens them; finished when the connection closes.
-        let streams: AsyncStream<Stream>
-    }
 
     /// Serves one stream's request as Hummingbird's HTTP/1.1 channel serves a connection's (its responder,
     /// its `additionalChannelHandlers` for the stream's pipeline).
@@ -45,60 +40,56 @@ struct HTTP2Connection: Sendable {
     let batches: BatchPath
     let bodyTimeout: TimeAmount
 
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        channel.eventLoop.makeCompletedFuture {
-            let (streams, opened) = AsyncStream.makeStream(of: Stream.self)
-            let configuration = NIOHTTP2Handler.Configuration()
-            let handlers = streamChannel.configuration.additionalChannelHandlers
-            let multiplexer = HTTP2StreamMultiplexer(
-                mode: .server, channel: channel, targetWindowSize: configuration.stream.targetWindowSize,
-                outboundBufferSizeHighWatermark: configuration.stream.outboundBufferSizeHighWatermark,
-                outboundBufferSizeLowWatermark: configuration.stream.outboundBufferSizeLowWatermark
-            ) { stream in
-                stream.eventLoop.makeCompletedFuture {
-                    let pipeline = stream.pipeline.syncOperations
-                    try pipeline.addHandler(HTTP2FramePayloadToHTTPServerCodec())
-                    try pipeline.addHandlers(handlers())
-                    try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
-                    opened.yield(try Stream(wrappingChannelSynchronously: stream))
-                }
+    /// Stacks the connection's handlers (on its event loop, once ALPN chose h2). Nothing waits on
+    /// the async side: a stream the router answers is handed to `route` as the multiplexer opens
+    /// it (the listener serves it in a task); the fast answers and the batch path need no task.
+    func configure(channel: any Channel, logger: Logger, route: @escaping @Sendable (Stream) -> Void) throws {
+        let configuration = NIOHTTP2Handler.Configuration()
+        let handlers = streamChannel.configuration.additionalChannelHandlers
+        let multiplexer = HTTP2StreamMultiplexer(
+            mode: .server, channel: channel, targetWindowSize: configuration.stream.targetWindowSize,
+            outboundBufferSizeHighWatermark: configuration.stream.outboundBufferSizeHighWatermark,
+            outboundBufferSizeLowWatermark: configuration.stream.outboundBufferSizeLowWatermark
+        ) { stream in
+            stream.eventLoop.makeCompletedFuture {
+                let pipeline = stream.pipeline.syncOperations
+                try pipeline.addHandler(HTTP2FramePayloadToHTTPServerCodec())
+                try pipeline.addHandlers(handlers())
+                try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+                route(try Stream(wrappingChannelSynchronously: stream))
             }
-            let http2 = NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration.connection,
-                                        streamConfiguration: configuration.stream)
-            let manager = NIOHTTP2ServerConnectionManagementHandler(
-                eventLoop: channel.eventLoop,
-                configuration: .init(maxIdleTime: idleTimeout, maxAge: nil, maxGraceTime: nil, keepalive: nil))
-            let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(ClientGone(), position: .first)
-            try pipeline.addHandler(FlushCoalescer())
-            try pipeline.addHandler(http2)
-            try pipeline.addHandler(manager)
-            try pipeline.addHandler(HTTP2FastAnswerHandler(answers, stallTimeout: stallTimeout))
-            try pipeline.addHandler(HTTP2BatchHandler(batches, bodyTimeout: bodyTimeout))
-            try pipeline.addHandler(multiplexer)
-            try pipeline.addHandler(ConnectionEnd())
-            // The connection was active before ALPN chose h2: replay that for the handlers after
-            // NIOHTTP2Handler (the manager starts its idle timer on it).
-            if channel.isActive {
-                try pipeline.addHandler(ReplayActive(), position: .after(http2))
-            }
-            channel.closeFuture.whenComplete { _ in opened.finish() }
-            return Value(channel: channel, streams: streams)
+        }
+        let http2 = NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration.connection,
+                                    streamConfiguration: configuration.stream)
+        let manager = NIOHTTP2ServerConnectionManagementHandler(
+            eventLoop: channel.eventLoop,
+            configuration: .init(maxIdleTime: idleTimeout, maxAge: nil, maxGraceTime: nil, keepalive: nil))
+        let pipeline = channel.pipeline.syncOperations
+        try pipeline.addHandler(ClientGone.shared, position: .first)
+        try pipeline.addHandler(FlushCoalescer())
+        try pipeline.addHandler(http2)
+        try pipeline.addHandler(manager)
+        try pipeline.addHandler(HTTP2FastAnswerHandler(answers, stallTimeout: stallTimeout))
+        try pipeline.addHandler(HTTP2BatchHandler(batches, bodyTimeout: bodyTimeout))
+        try pipeline.addHandler(multiplexer)
+        try pipeline.addHandler(ConnectionEnd.shared)
+        // The connection was active before ALPN chose h2: replay that for the handlers after
+        // NIOHTTP2Handler (the manager starts its idle timer on it).
+        if channel.isActive {
+            try pipeline.addHandler(ReplayActive(), position: .after(http2))
         }
     }
 
-    /// Serves the router's streams until the connection closes (its fast answers need nothing here).
-    func handle(value: Value, logger: Logger) async {
-        await withDiscardingTaskGroup { group in
-            for await stream in value.streams {
-                group.addTask { await streamChannel.handle(value: stream, logger: logger) }
-            }
-        }
+    /// Serves one of the router's streams (`route` handed it over).
+    func handle(stream: Stream, logger: Logger) async {
+        await streamChannel.handle(value: stream, logger: logger)
     }
 
     /// Closes the connection on an error no handler took, and when the client closes its side.
-    final class ConnectionEnd: ChannelInboundHandler, RemovableChannelHandler {
+    /// Stateless: one instance serves every connection.
+    final class ConnectionEnd: ChannelInboundHandler, RemovableChannelHandler, Sendable {
         typealias InboundIn = HTTP2Frame
+        static let shared = ConnectionEnd()
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
             context.close(promise: nil)
@@ -120,8 +111,10 @@ struct HTTP2Connection: Sendable {
     /// fewer TLS records", has the profile).
     /// An h2 client has no use for a half-closed connection (`ConnectionEnd` closed it on that
     /// event already); HTTP/1.1 connections keep half-closure.
-    final class ClientGone: ChannelInboundHandler, RemovableChannelHandler {
+    /// Stateless: one instance serves every connection.
+    final class ClientGone: ChannelInboundHandler, RemovableChannelHandler, Sendable {
         typealias InboundIn = ByteBuffer
+        static let shared = ClientGone()
 
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
             if case .inputClosed? = event as? ChannelEvent {

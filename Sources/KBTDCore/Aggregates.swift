@@ -242,6 +242,8 @@ struct SmallCounts<Key: Hashable & Sendable>: Sendable {
     var overflow: [Key: Int64] = [:]
 
     var isEmpty: Bool { keys.isEmpty }
+    /// Distinct keys counted.
+    var count: Int { keys.count + overflow.count }
 
     @inline(__always)
     mutating func add(_ key: Key) {

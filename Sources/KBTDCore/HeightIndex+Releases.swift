@@ -47,28 +47,29 @@ extension HeightIndex {
     }
 
     /// Adds a delta's per-release counts (`AggregateDelta.releases`) and sources
-    /// (`releaseSources`, each counted as a new one), in key order. A release is kept with
-    /// its exact key (whose counts the same delta carries, `apply`).
-    mutating func applyReleases(_ releases: [ReleaseBin: ReleaseCount], sources: [ReleaseKey: Set<SourceID>]) {
+    /// (`releaseSources`, each counted as a new one). A release is kept with its exact key
+    /// (whose counts the same delta carries, `apply`, which passes the keys it packed). The
+    /// entries are summed per (key, release) before they reach the index, and a sum does not
+    /// depend on their order: they are taken as the dictionaries hold them, unsorted.
+    mutating func applyReleases(_ releases: [ReleaseBin: ReleaseCount], sources: [ReleaseKey: Set<SourceID>],
+                                packed: [SeriesKey: PackedSeriesKey] = [:]) {
         guard !releases.isEmpty || !sources.isEmpty else { return }
         struct Touched: Hashable { var series: PackedSeriesKey; var minor: Int }
         var touched: [Touched: (major: Int, stats: ReleaseStats, sources: Set<SourceID>)] = [:]
         func touchedKey(_ series: SeriesKey, _ minor: Int) -> Touched? {
-            let kind = PackedLevelKey.kind(orientation: series.orientation, keyboardType: strings.intern(series.keyboardType))
-            let packed = PackedSeriesKey(model: strings.intern(series.model), language: strings.intern(series.language),
-                                         kind: kind, os: strings.intern(os: series.osMajor))
+            let key = packed[series] ?? packedKey(series)
             // The OS major's id and the minor must each fit 16 bits (as `FieldRules` guarantees).
-            guard packed.os < 65_536, (0..<65_536).contains(minor) else { return nil }
-            return Touched(series: packed, minor: minor)
+            guard key.os < 65_536, (0..<65_536).contains(minor) else { return nil }
+            return Touched(series: key, minor: minor)
         }
-        for (bin, count) in releases.sorted(by: { $0.key < $1.key }) {
+        for (bin, count) in releases {
             guard let key = touchedKey(bin.series, bin.minor) else { continue }
             var entry = touched[key] ?? (bin.series.osMajor, ReleaseStats(), [])
             entry.stats.samples += count.samples
             if count.votes > 0 { entry.stats.votes.add(bin.halfPoints, count.votes) }
             touched[key] = entry
         }
-        for (release, ids) in sources.sorted(by: { $0.key < $1.key }) where !ids.isEmpty {
+        for (release, ids) in sources where !ids.isEmpty {
             guard let key = touchedKey(release.series, release.minor) else { continue }
             touched[key, default: (release.series.osMajor, ReleaseStats(), [])].sources.formUnion(ids)
         }

@@ -77,12 +77,14 @@ public struct HeightIndex: Sendable {
         // In key order: where a level's bins, sources or animations pass their caps, what it
         // keeps depends on the order of its merges, which must not be a dictionary's
         // (per-instance, per-process) iteration order.
+        // Each exact key's packed form, found once for this delta's release and day entries too.
+        var packed: [SeriesKey: PackedSeriesKey] = [:]
+        packed.reserveCapacity(touched.count)
         for series in touched.keys.sorted() {
             let stats = touched[series]!
-            let model = strings.intern(series.model)
-            let language = strings.intern(series.language)
-            let kind = PackedLevelKey.kind(orientation: series.orientation, keyboardType: strings.intern(series.keyboardType))
-            let seriesKey = PackedSeriesKey(model: model, language: language, kind: kind, os: strings.intern(os: series.osMajor))
+            let seriesKey = packedKey(series)
+            packed[series] = seriesKey
+            let (model, language, kind) = (seriesKey.model, seriesKey.language, seriesKey.kind)
             let seriesSlot: UInt32
             if let slot = seriesSlots[seriesKey] {
                 seriesSlot = slot
@@ -106,8 +108,15 @@ public struct HeightIndex: Sendable {
             }
         }
         for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }
-        applyReleases(delta.releases, sources: delta.releaseSources)
-        applyDayVotes(delta.dayVotes)
+        applyReleases(delta.releases, sources: delta.releaseSources, packed: packed)
+        applyDayVotes(delta.dayVotes, packed: packed)
+    }
+
+    /// An exact key's packed form, its strings interned.
+    mutating func packedKey(_ series: SeriesKey) -> PackedSeriesKey {
+        let kind = PackedLevelKey.kind(orientation: series.orientation, keyboardType: strings.intern(series.keyboardType))
+        return PackedSeriesKey(model: strings.intern(series.model), language: strings.intern(series.language),
+                               kind: kind, os: strings.intern(os: series.osMajor))
     }
 
     private static func newSlot(_ stats: LevelStats, in slots: inout [LevelStats]) -> UInt32 {

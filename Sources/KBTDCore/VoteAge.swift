@@ -68,19 +68,23 @@ extension HeightIndex {
     }
 
     /// Adds a delta's per-day votes, and drops days older than `dayVoteDaysKept` before the latest.
-    /// Days are kept with their exact key (whose votes the same delta carries, `apply`).
-    mutating func applyDayVotes(_ bins: [DayVoteBin: Int64]) {
+    /// Days are kept with their exact key (whose votes the same delta carries, `apply`, which passes
+    /// the keys it packed). A key's entries are linked in (day, bin) order, as before: the bins are
+    /// sorted by the key's slot, then day and bin (numbers, not the key's strings).
+    mutating func applyDayVotes(_ bins: [DayVoteBin: Int64], packed: [SeriesKey: PackedSeriesKey] = [:]) {
         guard !bins.isEmpty else { return }
         let previousLatest = latestVoteDay
         var touched: Set<UInt32> = []
-        for (bin, count) in bins.sorted(by: { $0.key < $1.key }) where count > 0 {
+        var found: [(slot: UInt32, day: UInt16, half: Int16, count: Int64)] = []
+        found.reserveCapacity(bins.count)
+        for (bin, count) in bins where count > 0 {
             guard let day = UInt16(exactly: bin.day), let half = Int16(exactly: bin.halfPoints) else { continue }
             latestVoteDay = max(latestVoteDay ?? bin.day, bin.day)
-            let series = bin.series
-            let kind = PackedLevelKey.kind(orientation: series.orientation, keyboardType: strings.intern(series.keyboardType))
-            let packed = PackedSeriesKey(model: strings.intern(series.model), language: strings.intern(series.language),
-                                         kind: kind, os: strings.intern(os: series.osMajor))
-            guard let slot = seriesSlots[packed] else { continue }
+            guard let slot = seriesSlots[packed[bin.series] ?? packedKey(bin.series)] else { continue }
+            found.append((slot, day, half, count))
+        }
+        found.sort { ($0.slot, $0.day, $0.half) < ($1.slot, $1.day, $1.half) }
+        for (slot, day, half, count) in found {
             var lists = lists(of: slot)
             var position = lists.dayVotes
             while position != Self.noEntry, dayVotePool[Int(position)].day != day || dayVotePool[Int(position)].halfPoints != half {

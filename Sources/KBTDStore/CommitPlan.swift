@@ -22,6 +22,8 @@ public struct CommitPlan: Sendable {
     public private(set) var added = AggregateDelta()
     /// Keys a trusted peer reported in this commit (confirmed at once).
     public private(set) var trustedKeys: Set<SeriesKey> = []
+    /// Every key with a count in `added` (its `seriesKeys`, found once).
+    public private(set) var addedKeys: Set<SeriesKey> = []
     /// The commit's time: its latest batch's receipt (Unix seconds).
     public let now: Int64
 
@@ -38,17 +40,31 @@ public struct CommitPlan: Sendable {
 
     /// Decides, from the ids the store's claim took (ids it did not have yet),
     /// which batches are new, and adds up what they bring.
+    ///
+    /// The first new batch's counts are taken as they are (shared, copied only when the next
+    /// batch merges in), and when every new batch is a trusted peer's the trusted keys are the
+    /// commit's keys, found once.
     public mutating func settle(claimed: Set<String>) {
         stored = []
         stored.reserveCapacity(batches.count)
         added = AggregateDelta()
         trustedKeys = []
+        var anyNew = false
+        var allTrusted = true
+        var trustedBatches: [Int] = []
         for (index, batch) in batches.enumerated() {
             let isNew = claimed.contains(batch.batchID) && firstIndex[batch.batchID] == index
             stored.append(isNew)
             guard isNew else { continue }
-            added.merge(batch.delta)
-            if batch.source == .trusted { trustedKeys.formUnion(batch.delta.seriesKeys) }
+            if anyNew { added.merge(batch.delta) } else { added = batch.delta }
+            anyNew = true
+            if batch.source == .trusted { trustedBatches.append(index) } else { allTrusted = false }
+        }
+        addedKeys = added.seriesKeys
+        if allTrusted {
+            trustedKeys = addedKeys
+        } else {
+            for index in trustedBatches { trustedKeys.formUnion(batches[index].delta.seriesKeys) }
         }
     }
 
@@ -72,8 +88,11 @@ public struct CommitPlan: Sendable {
     /// screen count (screens are counted per model, not per key). Of their release
     /// sources only `newReleaseSources`, those the commit stored for the first time:
     /// the index counts every release source it is given (`HeightIndex.apply`).
+    /// When every key of the commit passes (the usual case once keys are admitted), that is
+    /// `added` itself, not a filtered copy.
     public func indexDelta(passing: Set<SeriesKey>, newReleaseSources: [ReleaseKey: Set<SourceID>]) -> AggregateDelta {
-        var delta = added.filter { passing.contains($0) }
+        let everyKey = passing.count >= addedKeys.count && addedKeys.allSatisfy(passing.contains)
+        var delta = everyKey ? added : added.filter { passing.contains($0) }
         delta.screens = added.screens
         delta.releaseSources = newReleaseSources.filter { passing.contains($0.key.series) && !$0.value.isEmpty }
         return delta

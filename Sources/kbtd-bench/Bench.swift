@@ -4,6 +4,7 @@ import Foundation
 import KBTDCompression
 import KBTDCore
 import KBTDReference
+import KBTDStore
 import Synchronization
 
 /// `kbtd-bench`: reproducible measurements of kbtd (see Benchmarks/run and BENCHMARKS.md).
@@ -21,20 +22,36 @@ struct Bench: ParsableCommand {
 /// and the grouped reduction it replaced; with `--reference`, the
 /// tree parser, validator and sample-by-sample reduction before them; with `--inflater zlib`, zlib's
 /// `StreamingInflater` instead of the daemon's `BodyInflater`). `--stage` stops early, for stage profiles
-/// (instructions of a stage = a run to it minus a run to the one before).
+/// (instructions of a stage = a run to it minus a run to the one before). Past `reduce`, the daemon's
+/// work outside SQLite after the intake, on the counting path: `pending` (`PendingBatch` with its
+/// release and day counts, as `IngestRoute` queues it), `settle` (`CommitPlan` and `settle` per group
+/// of `--group` batches, every id new, as the writer's commit) and `index` (`indexDelta` and
+/// `HeightIndex.apply`, every key admitted, as the writer applies a commit to the live index).
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "In-process inflate + decode + validate, one core.")
-    enum Stage: String, ExpressibleByArgument { case generate, inflate, validate, reduce }
+    enum Stage: String, ExpressibleByArgument, Comparable {
+        case generate, inflate, validate, reduce, pending, settle, index
+        private var order: Int { [.generate, .inflate, .validate, .reduce, .pending, .settle, .index].firstIndex(of: self)! }
+        static func < (a: Stage, b: Stage) -> Bool { a.order < b.order }
+    }
 
     @Option var batches = 2_000
     @Option var seed: UInt64 = 1
     @Flag(help: "Decode with the reference tree parser + BatchValidator instead of BatchIntake.") var reference = false
     @Flag(help: "Decode with BatchIntake.validate (a Sample per sample) and AggregateDelta(batch:), as before the counting intake.")
     var materialize = false
-    @Option(help: "Last stage to run: generate, inflate, validate or reduce (all).") var stage: Stage = .reduce
+    @Option(help: "Last stage to run: generate, inflate, validate, reduce (the default), pending, settle or index.")
+    var stage: Stage = .reduce
+    @Option(help: "Batches per group commit in the settle and index stages.") var group = 32
     enum InflatePath: String, ExpressibleByArgument { case daemon, zlib }
     @Option(help: "daemon: BodyInflater (libdeflate for a whole gzip member, as kbtd serve); zlib: StreamingInflater alone.")
     var inflater: InflatePath = .daemon
+
+    func validate() throws {
+        guard stage <= .reduce || (!reference && !materialize) else {
+            throw ValidationError("--stage \(stage.rawValue) follows the counting intake only (no --reference, --materialize)")
+        }
+    }
 
     func run() throws {
         var workload = Workload(seed: seed)
@@ -43,6 +60,17 @@ struct Decode: ParsableCommand {
         let rules = FieldRules()
         let validator = BatchValidator(rules: rules)
         var samples = 0
+        var queued: [PendingBatch] = []
+        var index = HeightIndex()
+        // The writer's work per group commit outside SQLite (stages settle and index).
+        func commitQueued() {
+            guard stage >= .settle, !queued.isEmpty else { return }
+            var plan = CommitPlan(queued)
+            plan.settle(claimed: Set(plan.claims.map(\.batchID)))
+            queued.removeAll(keepingCapacity: true)
+            guard stage >= .index else { return }
+            index.apply(plan.indexDelta(passing: plan.added.seriesKeys, newReleaseSources: plan.added.releaseSources))
+        }
         let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
         for body in bodies where stage != .generate {
@@ -68,8 +96,17 @@ struct Decode: ParsableCommand {
                     samples += counted.accepted
                     continue
                 }
-                let delta = counted.delta()
-                samples += delta.animations.values.reduce(0) { $0 + Int($1) }
+                guard stage > .reduce else {
+                    let delta = counted.delta()
+                    samples += delta.animations.values.reduce(0) { $0 + Int($1) }
+                    continue
+                }
+                var pending = PendingBatch(counted, receivedAt: Int64(now))
+                pending.delta.recordRelease(os: counted.device.os)
+                pending.delta.recordDay(receivedAt: pending.receivedAt)
+                samples += pending.accepted
+                queued.append(pending)
+                if queued.count == group { commitQueued() }
                 continue
             }
             let batch = reference
@@ -81,10 +118,12 @@ struct Decode: ParsableCommand {
             let delta = reference ? AggregateDelta.sampleBySample(batch) : AggregateDelta(batch: batch)
             samples += delta.animations.values.reduce(0) { $0 + Int($1) }
         }
+        commitQueued()
         let seconds = (ContinuousClock.now - start) / .seconds(1)
         // CPU time too: on a loaded machine the wall clock also counts the time spent waiting for a core.
         let cpuSeconds = processCPUSeconds() - cpuStart
         let label = (reference ? " (reference)" : materialize ? " (materialised samples)" : "") + (inflater == .zlib ? " (zlib)" : "")
+            + (stage > .reduce ? " (to stage \(stage.rawValue))" : "")
         switch stage {
         case .generate:
             print("decode (generate only): \(batches) batches")
@@ -98,7 +137,7 @@ struct Decode: ParsableCommand {
             print("decode to validate\(label): " + String(format: "%d batches, %d samples in %.3f s: %.0f samples/s (one core)",
                                                             batches, samples, seconds, Double(samples) / seconds))
             return
-        case .reduce: break
+        case .reduce, .pending, .settle, .index: break
         }
         print("decode\(label): " + String(format: "%d batches, %d samples in %.3f s: %.0f samples/s (one core); %.3f CPU s: %.0f samples per CPU second",
                                             batches, samples, seconds, Double(samples) / seconds, cpuSeconds, Double(samples) / cpuSeconds))

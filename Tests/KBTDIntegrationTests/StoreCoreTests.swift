@@ -51,6 +51,38 @@ struct StoreCoreTests {
         #expect(plan.indexDelta(passing: [admitted], newReleaseSources: [:]).releaseSources.isEmpty)
     }
 
+    @Test func aCommitWhoseKeysAllPassGivesTheIndexItsCountsWhole() throws {
+        var plan = CommitPlan([pendingBatch("1", model: "iPhone17,1", heights: [336, 337, 336, 209], screen: ScreenSize("402x874")),
+                               pendingBatch("2", model: "iPhone16,2", heights: [346]),
+                               pendingBatch("3", model: "iPhone17,1", heights: [336])])
+        plan.settle(claimed: ["1", "2", "3"])
+        #expect(plan.addedKeys == plan.added.seriesKeys && plan.addedKeys.count == 3)
+        #expect(plan.trustedKeys == plan.addedKeys, "every new batch is a trusted peer's")
+        let key = try #require(plan.addedKeys.first { $0.model == "iPhone16,2" })
+        let stored: [ReleaseKey: Set<SourceID>] = [ReleaseKey(series: key, minor: 1): [.trusted]]
+        // What filtering each table by the passing keys gives, when every key passes.
+        var expected = plan.added.filter { _ in true }
+        expected.screens = plan.added.screens
+        expected.releaseSources = stored
+        #expect(plan.indexDelta(passing: plan.addedKeys, newReleaseSources: stored) == expected)
+        // One key fewer: its counts stay out, as before.
+        let fewer = plan.addedKeys.subtracting([key])
+        let filtered = plan.indexDelta(passing: fewer, newReleaseSources: stored)
+        #expect(filtered.seriesKeys == fewer && filtered.releaseSources.isEmpty)
+        #expect(filtered.heights == plan.added.heights.filter { fewer.contains($0.key.series) })
+    }
+
+    @Test func theTrustedKeysOfAMixedCommitAreTheTrustedBatchesKeysOnly() {
+        var plan = CommitPlan([pendingBatch("t", model: "iPhone17,1"),
+                               pendingBatch("u", model: "iPhone16,2", source: SourceID(network: "198.51.100.7"))])
+        plan.settle(claimed: ["t", "u"])
+        #expect(plan.addedKeys.map(\.model).sorted() == ["iPhone16,2", "iPhone17,1"])
+        #expect(plan.trustedKeys.map(\.model) == ["iPhone17,1"])
+        // A retry of the trusted batch adds nothing: no trusted keys either.
+        plan.settle(claimed: ["u"])
+        #expect(plan.trustedKeys.isEmpty && plan.addedKeys.map(\.model) == ["iPhone16,2"])
+    }
+
     @Test func theRoomRuleFillsStrongestFirstAndNeverBelowZero() {
         func key(_ model: String) -> SeriesKey {
             SeriesKey(model: model, osMajor: 26, language: "en-US", orientation: .portrait, keyboardType: "default")

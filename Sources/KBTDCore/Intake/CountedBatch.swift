@@ -88,6 +88,20 @@ public struct CountedBatch: Sendable {
     /// of the same batch with the same samples).
     public func delta() -> AggregateDelta {
         var delta = AggregateDelta()
+        // Each table sized once for its entries (each key's are distinct), not grown step by step.
+        var sizes = (animations: 0, heights: 0, votes: 0, safeAreas: 0, coldStarts: 0)
+        for counts in counts {
+            sizes.animations += counts.animations.count
+            sizes.heights += counts.heights.count
+            sizes.votes += counts.votes.count
+            sizes.safeAreas += counts.safeAreas.count
+            sizes.coldStarts += counts.coldStarts.count
+        }
+        delta.animations.reserveCapacity(sizes.animations)
+        delta.heights.reserveCapacity(sizes.heights)
+        delta.votes.reserveCapacity(sizes.votes)
+        delta.safeAreas.reserveCapacity(sizes.safeAreas)
+        delta.coldStarts.reserveCapacity(sizes.coldStarts)
         for (key, counts) in zip(keys, counts) {
             counts.flush(key, into: &delta)
         }

@@ -94,33 +94,11 @@ struct HTTP2IngestTests {
     /// Usage: window.py PORT CA BODY...; one stream per body file, all written before any answer is
     /// read, once the server has raised the connection's window. Prints the raise, the answers and
     /// any GOAWAY or RST_STREAM as JSON. Every wait is bounded (30 s).
-    static let windowClient = #"""
-import json, select, socket, ssl, sys, time
-
+    static let windowClient = HTTP2PythonClient.prelude + #"""
 port, ca, files = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 DEADLINE = time.monotonic() + 30
 DATA, HEADERS, RST, SETTINGS, GOAWAY, WINDOW_UPDATE = 0, 1, 3, 4, 7, 8
 END_STREAM, END_HEADERS = 0x1, 0x4
-
-
-def frame(kind, flags, stream, payload=b""):
-    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
-
-
-def integer(value, prefix_bits, first=0):
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes([first | value])
-    out, value = [first | limit], value - limit
-    while value >= 128:
-        out.append(value % 128 + 128)
-        value //= 128
-    return bytes(out + [value])
-
-
-def string(text):
-    data = text.encode()
-    return integer(len(data), 7) + data
 
 
 def literal(index, value):
@@ -128,11 +106,7 @@ def literal(index, value):
     return integer(index, 4) + string(value)
 
 
-context = ssl.create_default_context(cafile=ca)
-context.set_alpn_protocols(["h2"])
-sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="127.0.0.1")
-assert sock.selected_alpn_protocol() == "h2", sock.selected_alpn_protocol()
-sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(SETTINGS, 0, 0))
+sock = connect(port, ca)
 
 state = {"window_increment": None, "goaway": None, "rst": [], "closed": False}
 bodies, ended = {}, set()

@@ -60,31 +60,9 @@ struct HTTP2RedTeamTests {
     }
 
     /// Usage: redteam.py PORT CA ATTACK; prints what the server did as JSON.
-    static let client = #"""
-import json, select, socket, ssl, sys, time
-
+    static let client = HTTP2PythonClient.prelude + #"""
 port, ca, attack = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 DEADLINE = time.monotonic() + 30  # every wait below is bounded by this
-
-
-def frame(kind, flags, stream, payload=b""):
-    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
-
-
-def integer(value, prefix_bits, first=0):
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes([first | value])
-    out, value = [first | limit], value - limit
-    while value >= 128:
-        out.append(value % 128 + 128)
-        value //= 128
-    return bytes(out + [value])
-
-
-def string(text):
-    data = text.encode() if isinstance(text, str) else text
-    return integer(len(data), 7) + data
 
 
 def request_block(path="/healthz"):
@@ -95,11 +73,7 @@ def request_block(path="/healthz"):
 HEADERS, RST, SETTINGS, PING, GOAWAY, CONTINUATION = 1, 3, 4, 6, 7, 9
 END_STREAM, END_HEADERS = 0x1, 0x4
 
-context = ssl.create_default_context(cafile=ca)
-context.set_alpn_protocols(["h2"])
-sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="127.0.0.1")
-assert sock.selected_alpn_protocol() == "h2", sock.selected_alpn_protocol()
-sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(SETTINGS, 0, 0))
+sock = connect(port, ca)
 
 state = {"ping_acks": 0, "resets_sent": 0, "goaway_after_resets": None, "goaway": None, "closed": False, "rst": [], "headers": [], "frames_sent": 0, "send_error": None}
 buffer = bytearray()

@@ -76,11 +76,24 @@ struct BenchError: Error, CustomStringConvertible {
 }
 
 /// CPU seconds this process has used (user + system).
-func processCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+func processCPUSeconds() -> Double { ResourceUse.now().total }
+
+/// User and system CPU seconds of this process (getrusage).
+struct ResourceUse {
+    var user: Double
+    var system: Double
+    var total: Double { user + system }
+
+    static func now() -> ResourceUse {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return ResourceUse(user: Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6,
+                           system: Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6)
+    }
+
+    static func - (a: ResourceUse, b: ResourceUse) -> ResourceUse {
+        ResourceUse(user: a.user - b.user, system: a.system - b.system)
+    }
 }
 
 /// CPU seconds another process has used, from /proc (Linux).

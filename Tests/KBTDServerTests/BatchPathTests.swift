@@ -110,8 +110,11 @@ struct BatchPathTests {
     }
 
     @Test func everyStatusOfTheRouteIsTheRoutersBytes() async throws {
-        let routed = try InProcessApp(environment: Self.environment)
-        let fast = try InProcessApp(environment: Self.environment)
+        // One stopped clock for both apps' rate limiters: their buckets hold the same tokens at each
+        // refusal, so `Retry-After` is the same number however far apart the two requests run.
+        let uptime: @Sendable () -> Double = { 1_000 }
+        let routed = try InProcessApp(environment: Self.environment, uptime: uptime)
+        let fast = try InProcessApp(environment: Self.environment, uptime: uptime)
         let channel = try await Self.connection(fast.app)
 
         var answered = 0

@@ -42,7 +42,8 @@ package final class InProcessApp: Sendable {
         return opened!
     }
 
-    package init(environment: [String: String] = [:], database: String? = nil) throws {
+    /// - Parameter uptime: the rate limiter's clock (nil: the system's uptime).
+    package init(environment: [String: String] = [:], database: String? = nil, uptime: (@Sendable () -> Double)? = nil) throws {
         directory = TestPaths.temporaryDirectory()
         self.database = database ?? directory.appendingPathComponent("kbtd.sqlite").path
         let settings = try SettingsLoader.load(configFile: nil, environment: environment,
@@ -50,7 +51,8 @@ package final class InProcessApp: Sendable {
         var logger = Logger(label: "kbtd-test")
         logger.logLevel = .critical
         self.logger = logger
-        app = try KBTDApp(settings: settings, logger: logger)
+        app = try uptime.map { try KBTDApp(settings: settings, logger: logger, uptime: $0) }
+            ?? KBTDApp(settings: settings, logger: logger)
     }
 
     /// Stops the writer (committing what is queued), then removes the directory.

@@ -52,8 +52,11 @@ public final class KBTDApp: Sendable {
     /// - Parameter logLevel: what `reload(_:)` sets the log level through (nil: not changed).
     ///   - postgres: the node's PostgreSQL side when `database` is a URL (`PostgresNode.open`, done
     ///     before: it is async); nil for an SQLite file.
+    ///   - uptime: the monotonic seconds the ingest rate limiter refills its buckets by (tests hand two
+    ///     apps one clock, so both refuse with the same `Retry-After`).
     public init(settings initial: ServerSettings, logger: Logger, logLevel: LogLevelControl? = nil,
-                postgres: PostgresNode? = nil) throws {
+                postgres: PostgresNode? = nil,
+                uptime: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) throws {
         let path = initial.database
         let start = ContinuousClock.now
         // The key lives beside an SQLite database: its folder is checked first (exit 73 when missing);
@@ -126,7 +129,7 @@ public final class KBTDApp: Sendable {
         self.writer = writer
         self.keyGate = keyGate
         databaseLock = Mutex(lock)
-        let rateLimiter = ClientRateLimiter(limits: initial.limits)
+        let rateLimiter = ClientRateLimiter(limits: initial.limits, uptime: uptime)
         let sourceWeights = SourceWeights(maxVotesPerSource: initial.maxVotesPerSource,
                                           maxEntriesPerSource: initial.maxVoteEntriesPerSource, key: sourceKey)
         sourceWeights.restore(ledger)

@@ -19,8 +19,11 @@ final class ClientRateLimiter: Sendable {
 
     private let state: Mutex<State>
     private let maxTrackedClients = 100_000
+    /// Seconds on a monotonic clock; the system's uptime unless a test hands in its own.
+    private let uptime: @Sendable () -> Double
 
-    init(limits: ServerSettings.Limits) {
+    init(limits: ServerSettings.Limits, uptime: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+        self.uptime = uptime
         state = Mutex(State(rate: limits.ingestRatePerSecond, burst: limits.ingestBurst,
                             limitLocalPeers: limits.rateLimitLocalPeers))
     }
@@ -36,7 +39,7 @@ final class ClientRateLimiter: Sendable {
 
     /// nil when the request may go ahead; otherwise whole seconds to wait.
     func check(_ context: KBTDRequestContext) -> Int? {
-        let now = ProcessInfo.processInfo.systemUptime
+        let now = uptime()
         return state.withLock { state -> Int? in
             guard state.rate > 0 else { return nil }
             if context.isLocalPeer && !state.limitLocalPeers { return nil }

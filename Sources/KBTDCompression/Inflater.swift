@@ -56,7 +56,9 @@ public final class StreamingInflater {
     private var started = false
     /// Leading bytes of a deflate body kept until the zlib/raw decision can be made.
     private var pendingHeader: [UInt8] = []
-    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+    /// zlib's output window, made when a stream opens: an identity body never needs it (zeroing
+    /// 64 KiB per body was a visible share of an uncompressed batch's CPU).
+    private var scratch: [UInt8] = []
 
     public init(coding: ContentCoding, maxOutput: Int) {
         self.coding = coding
@@ -112,6 +114,7 @@ public final class StreamingInflater {
             throw .corrupt("cannot initialise zlib")
         }
         self.stream = stream
+        scratch = [UInt8](repeating: 0, count: 64 * 1024)
     }
 
     private func inflate(_ input: UnsafeMutableBufferPointer<UInt8>) throws(InflateError) {

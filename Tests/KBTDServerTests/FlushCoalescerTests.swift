@@ -1,5 +1,6 @@
 import NIOCore
 import NIOEmbedded
+import NIOHTTP1
 import Synchronization
 @testable import KBTDServer
 import Testing
@@ -114,5 +115,36 @@ struct FlushCoalescerTests {
         #expect(recorder.events.withLock { $0 }.isEmpty, "gathered, waiting for a flush")
         try channel.close().wait()
         #expect(recorder.events.withLock { $0 } == ["write 33", "close"], "what was gathered goes on before the close, in one write")
+    }
+
+    /// The HTTP/1.1 encoder's writes for one answer, flushed: `via` puts a coalescer between it and the socket.
+    private func answerWrites(via coalescer: FlushCoalescer?, body: Int) throws -> [ByteBuffer] {
+        let channel = EmbeddedChannel()
+        defer { _ = try? channel.finish() }
+        if let coalescer { try channel.pipeline.syncOperations.addHandler(coalescer) }
+        try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder())
+        var head = HTTPResponseHead(version: .http1_1, status: .accepted)
+        head.headers.add(name: "Content-Type", value: "application/json")
+        head.headers.add(name: "Content-Length", value: String(body))
+        channel.write(HTTPServerResponsePart.head(head), promise: nil)
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(bytes(body, 0x61))), promise: nil)
+        let end = channel.eventLoop.makePromise(of: Void.self)
+        channel.writeAndFlush(HTTPServerResponsePart.end(nil), promise: end)
+        try end.futureResult.wait()
+        return try written(channel).filter { $0.readableBytes > 0 }
+    }
+
+    /// On a TLS HTTP/1.1 connection (`ListenerChannel`) an answer's head and body were two TLS
+    /// records; behind the coalescer they are one write, the encoder's bytes unchanged, also when
+    /// the answer outgrows the first buffer.
+    @Test(arguments: [60, 3_000])
+    func anHTTP1AnswerReachesTLSAsOneWrite(body: Int) throws {
+        let plain = try answerWrites(via: nil, body: body)
+        #expect(plain.count == 2, "without it: the head, then the body")
+        let coalesced = try answerWrites(via: FlushCoalescer(firstCapacity: 1024), body: body)
+        #expect(coalesced.count == 1, "one write for the answer: \(coalesced.map(\.readableBytes))")
+        var expected = ByteBuffer()
+        for var part in plain { expected.writeBuffer(&part) }
+        #expect(coalesced.first == expected, "the encoder's bytes, in order")
     }
 }

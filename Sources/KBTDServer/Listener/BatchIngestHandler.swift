@@ -46,17 +46,16 @@ struct BatchPath: Sendable {
                                                      remoteAddress: clients.clientAddress(channel: channel, headers: headers)))
     }
 
-    /// Reads a whole body with `BatchBody` and answers it (`IngestRoute.ingest`): the h2 path's task.
-    func answer(framing: BatchBody.Framing, chunks: [ByteBuffer], client: KBTDRequestContext) async -> JSONAnswer {
-        let body = BatchBody(framing)
+    /// Finishes a body fed on the event loop (a gzip body is inflated here) and answers it
+    /// (`IngestRoute.ingest`): the h2 path's task.
+    func answer(_ body: BatchBody.Handoff, limits: ServerSettings.Limits, client: KBTDRequestContext) async -> JSONAnswer {
         let json: [UInt8]
         do {
-            for chunk in chunks { try body.feed(chunk) }
-            json = try body.finish()
+            json = try body.body.finish()
         } catch {
             return ingest.rejected(error)
         }
-        return await ingest.ingest(json: json, limits: framing.limits, context: client)
+        return await ingest.ingest(json: json, limits: limits, context: client)
     }
 
     /// Counts an answer as `MetricsMiddleware` would, and in `kbtd_fast_batches_total{protocol}`.

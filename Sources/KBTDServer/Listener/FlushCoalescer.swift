@@ -12,7 +12,9 @@ import NIOCore
 /// passes on uncopied (what was gathered before it first). Nothing is held past a flush or a
 /// close: what was gathered goes on to TLS first, in order, with its writes' promises.
 ///
-/// It sits between `NIOSSLHandler` and `NIOHTTP2Handler` on every h2 connection (`HTTP2Connection`).
+/// It sits between `NIOSSLHandler` and `NIOHTTP2Handler` on every h2 connection (`HTTP2Connection`),
+/// and between `NIOSSLHandler` and the HTTP/1.1 encoder on a TLS HTTP/1.1 connection
+/// (`ListenerChannel`), where an answer is a head, a body and an empty end: one record instead of two.
 final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
@@ -20,12 +22,19 @@ final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     /// A TLS record's most plaintext: more in one write only makes more records of the same size.
     static let recordBytes = 16 * 1024
 
+    /// The first buffer of this handler's own: a record's size on h2 (a read's answers fill it),
+    /// smaller on HTTP/1.1, whose answer between two flushes is one head and body (it grows if need be).
+    private let firstCapacity: Int
     /// The bytes written since the last flush, not passed on yet.
     private var gathered: ByteBuffer?
     /// True once `gathered` is a buffer of this handler's own (later writes are appended to it).
     private var owned = false
     /// The promise of the gathered bytes (the later writes' promises cascade from it).
     private var promise: EventLoopPromise<Void>?
+
+    init(firstCapacity: Int = FlushCoalescer.recordBytes) {
+        self.firstCapacity = firstCapacity
+    }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         guard case .byteBuffer(let bytes) = unwrapOutboundIn(data), bytes.readableBytes < Self.recordBytes else {
@@ -40,7 +49,8 @@ final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
             } else {
                 if !owned {
                     // The first write's buffer is the writer's (NIOHTTP2Handler reuses it): copy it into one of ours.
-                    var own = context.channel.allocator.buffer(capacity: Self.recordBytes)
+                    var own = context.channel.allocator.buffer(
+                        capacity: max(firstCapacity, buffer.readableBytes + bytes.readableBytes))
                     own.writeImmutableBuffer(buffer)
                     buffer = own
                     owned = true

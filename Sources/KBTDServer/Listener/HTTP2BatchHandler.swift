@@ -8,10 +8,11 @@ import NIOHTTP2
 /// `POST /v1/batches` that `BatchPath.takes` is served here with no stream channel, codec or task
 /// of its own. The rules are the HTTP/1.1 batch path's (`BatchIngestHandler`): the rate limit and
 /// the token when the HEADERS frame arrives, `BatchBody.Framing` for the headers (a refusal is
-/// answered at once and the rest of the body dropped), the wire cap as DATA frames arrive; at
-/// END_STREAM the body is inflated, counted and committed in a task off the event loop (so one
-/// connection's batches use every core), and the `JSONAnswer` goes back as a HEADERS and a DATA
-/// frame (END_STREAM), with the router's fields and `Date`.
+/// answered at once and the rest of the body dropped), the caps as DATA frames arrive (each
+/// frame's bytes fed to the stream's `BatchBody` as they come, as the HTTP/1.1 path feeds its
+/// chunks); at END_STREAM the body is finished (a gzip body inflated), counted and committed in a
+/// task off the event loop (so one connection's batches use every core), and the `JSONAnswer` goes
+/// back as a HEADERS and a DATA frame (END_STREAM), with the router's fields and `Date`.
 ///
 /// Flow control: `NIOHTTP2Handler` in frame mode enforces the windows but opens none itself, and a
 /// stream channel opens its stream's window as it reads. A stream taken here has no channel, so this
@@ -55,10 +56,8 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         var phase: Phase
         var framing: BatchBody.Framing?
         var client: KBTDRequestContext
-        /// The body's bytes so far, copied out of the DATA frames (see `keep`).
-        var body: ByteBuffer?
-        /// The body's declared length, for the first allocation (at most 64 KiB of it).
-        var declared: Int?
+        /// The body so far: each DATA frame's bytes are fed to it as they arrive (see `feed`).
+        var body: BatchBody?
         var received = 0
         var unacknowledged = 0
         var deadline: NIODeadline
@@ -152,14 +151,15 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func take(_ request: HTTPRequest, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
         let client = path.context(channel: context.channel, headers: request.headerFields)
         var taken = Taken(phase: .reading, client: client, deadline: .now() + bodyTimeout)
-        taken.declared = request.headerFields[.contentLength].flatMap { Int($0) }
         if let refusal = path.rateLimit.refusal(client) ?? path.auth.refusal(request.headerFields) {
             taken.phase = .refused
             streams[stream] = taken
             send(refusal, on: stream, context: context)
         } else {
             do {
-                taken.framing = try BatchBody.Framing(request.headerFields, limits: path.settings.current.limits)
+                let framing = try BatchBody.Framing(request.headerFields, limits: path.settings.current.limits)
+                taken.framing = framing
+                taken.body = BatchBody(framing)
                 streams[stream] = taken
             } catch {
                 taken.phase = .refused
@@ -185,7 +185,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
                     streams[stream]!.body = nil
                     send(path.ingest.rejected(framing.overWire), on: stream, context: context)
                 } else if bytes.readableBytes > 0 {
-                    keep(bytes, of: stream, context: context)
+                    feed(bytes, of: stream, context: context)
                 }
             }
             ended = payload.endStream
@@ -212,27 +212,32 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    /// Copies a DATA frame's bytes into the stream's own body buffer rather than keeping the frame's
-    /// slice. A slice shares the storage of the whole decrypted read it came from (NIOSSL's, up to
-    /// hundreds of KiB), and swift-nio-http2's frame decoder appends the next read to the rest of
-    /// that storage: while a slice of it is held here, every append copied the whole storage first
-    /// (copy-on-write) into a fresh allocation, large enough to be mapped and faulted in page by
-    /// page (BENCHMARKS.md, "Batches over TLS and h2 with one client": the memmove and page faults
-    /// of the h2 ingest profile). One copy of the body's bytes costs less.
-    private func keep(_ bytes: ByteBuffer, of stream: HTTP2StreamID, context: ChannelHandlerContext) {
-        if streams[stream]!.body == nil {
-            let capacity = min(max(streams[stream]!.declared ?? 0, bytes.readableBytes), 65_536)
-            streams[stream]!.body = context.channel.allocator.buffer(capacity: capacity)
+    /// Feeds a DATA frame's bytes to the stream's body, which copies them (an identity body into
+    /// its JSON, a gzip body into the bytes it inflates at the end, a deflate body through zlib), so
+    /// no slice of the frame is held. A slice shares the storage of the whole decrypted read it came
+    /// from (NIOSSL's, up to hundreds of KiB), and swift-nio-http2's frame decoder appends the next
+    /// read to the rest of that storage: while a slice of it was held here, every append copied the
+    /// whole storage first (copy-on-write) into a fresh allocation, faulted in page by page
+    /// (BENCHMARKS.md, "Batches over TLS and h2 with one client"). Feeding as frames arrive is one
+    /// copy of the body's bytes; keeping them in a buffer of the stream's own and feeding them at
+    /// the end was two. A refusal (a cap passed, a deflate stream that does not inflate) is answered
+    /// at once and the rest of the body dropped, as on HTTP/1.1.
+    private func feed(_ bytes: ByteBuffer, of stream: HTTP2StreamID, context: ChannelHandlerContext) {
+        do {
+            try streams[stream]!.body!.feed(bytes)
+        } catch {
+            streams[stream]!.phase = .refused
+            streams[stream]!.body = nil
+            send(path.ingest.rejected(error), on: stream, context: context)
         }
-        streams[stream]!.body!.writeImmutableBuffer(bytes)
     }
 
-    /// Inflates, counts and commits the body in a task; the answer comes back on the event loop.
+    /// Finishes, counts and commits the body in a task; the answer comes back on the event loop.
     private func commit(_ taken: Taken, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
-        guard let framing = taken.framing else { return }
-        let path = self.path, chunks = taken.body.map { [$0] } ?? [], client = taken.client
+        guard let framing = taken.framing, let fed = taken.body else { return }
+        let path = self.path, body = BatchBody.Handoff(body: fed), client = taken.client
         let promise = context.eventLoop.makePromise(of: JSONAnswer.self)
-        promise.completeWithTask { await path.answer(framing: framing, chunks: chunks, client: client) }
+        promise.completeWithTask { await path.answer(body, limits: framing.limits, client: client) }
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         promise.futureResult.whenSuccess { answer in
             let (handler, context) = bound.value

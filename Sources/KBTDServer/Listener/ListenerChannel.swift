@@ -80,6 +80,12 @@ struct ListenerChannel: Sendable {
                         try http2.configure(channel: channel, logger: logger) { route(.stream($0)) }
                     }
                 case .negotiated("http/1.1"), .fallback:
+                    // An answer's head and body go to TLS as one write: one record, not two.
+                    do {
+                        try channel.pipeline.syncOperations.addHandler(FlushCoalescer(firstCapacity: 1024))
+                    } catch {
+                        return channel.eventLoop.makeFailedFuture(error)
+                    }
                     return setupHTTP1(channel: channel, logger: logger, route: route)
                 case .negotiated:
                     // Only h2 and http/1.1 are offered (TLSContextBox): anything else is a broken client.

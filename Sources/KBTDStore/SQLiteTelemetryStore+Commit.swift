@@ -11,32 +11,22 @@ extension SQLiteTelemetryStore {
     static let insertBatchID = """
         INSERT OR IGNORE INTO batches(batch_id, received_at, model, os, accepted, rejected) VALUES (?, ?, ?, ?, ?, ?)
         """
-    static let upsertHeightCounts = """
-        INSERT INTO height_counts(model, os_major, language, orientation, keyboard_type, placement, height_bin, count)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT DO UPDATE SET count = count + excluded.count
-        """
-    static let upsertAnimationCounts = """
-        INSERT INTO animation_counts(model, os_major, language, orientation, keyboard_type, event, duration_ms, curve, count)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT DO UPDATE SET count = count + excluded.count
-        """
-    static let upsertColdStartCounts = """
-        INSERT INTO cold_start_counts(model, os_major, language, orientation, keyboard_type, preloaded, bucket, bucket_ms, count)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT DO UPDATE SET count = count + excluded.count
-        """
-    static let upsertSafeAreaCounts = """
-        INSERT INTO safe_area_counts(model, os_major, language, orientation, keyboard_type, safe_area_bin, count)
-        VALUES (?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT DO UPDATE SET count = count + excluded.count
-        """
+    static let heightCounts = MultiRowUpsert(
+        slot: 0, "INSERT INTO height_counts(model, os_major, language, orientation, keyboard_type, placement, height_bin, count)",
+        width: 8, conflict: "ON CONFLICT DO UPDATE SET count = count + excluded.count")
+    static let animationCounts = MultiRowUpsert(
+        slot: 1, "INSERT INTO animation_counts(model, os_major, language, orientation, keyboard_type, event, duration_ms, curve, count)",
+        width: 9, conflict: "ON CONFLICT DO UPDATE SET count = count + excluded.count")
+    static let coldStartCounts = MultiRowUpsert(
+        slot: 2, "INSERT INTO cold_start_counts(model, os_major, language, orientation, keyboard_type, preloaded, bucket, bucket_ms, count)",
+        width: 9, conflict: "ON CONFLICT DO UPDATE SET count = count + excluded.count")
+    static let safeAreaCounts = MultiRowUpsert(
+        slot: 3, "INSERT INTO safe_area_counts(model, os_major, language, orientation, keyboard_type, safe_area_bin, count)",
+        width: 7, conflict: "ON CONFLICT DO UPDATE SET count = count + excluded.count")
+    static let heightVotes = MultiRowUpsert(
+        slot: 4, "INSERT INTO height_votes(model, os_major, language, orientation, keyboard_type, height_bin, votes)",
+        width: 7, conflict: "ON CONFLICT DO UPDATE SET votes = votes + excluded.votes")
 
-    static let upsertHeightVotes = """
-        INSERT INTO height_votes(model, os_major, language, orientation, keyboard_type, height_bin, votes)
-        VALUES (?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
-        """
     /// Remembers up to 8 sources per key: enough to tell one source from several.
     /// A network already remembered only has its last-seen time moved on (`touchKeySource`, run
     /// first; a network's keyed hash is kept `source_retention_days` after that time), so a change
@@ -57,10 +47,9 @@ extension SQLiteTelemetryStore {
     static let retiredSourceSQL = "-((random() & 9223372036854775807) | 1)"
 
     /// Batches per model and reported screen (`device.screen`).
-    static let upsertModelScreens = """
-        INSERT INTO model_screens(model, screen, count) VALUES (?, ?, ?)
-        ON CONFLICT DO UPDATE SET count = count + excluded.count
-        """
+    static let modelScreens = MultiRowUpsert(
+        slot: 5, "INSERT INTO model_screens(model, screen, count)", width: 3,
+        conflict: "ON CONFLICT DO UPDATE SET count = count + excluded.count")
 
     /// Samples ingested per hour: the dashboard's "samples over time".
     static let upsertHourlyIngest = """
@@ -205,33 +194,22 @@ extension SQLiteTelemetryStore {
     /// their keys. Returns the sources stored for the first time (`WrittenSources`).
     @discardableResult
     func write(_ delta: AggregateDelta, seenAt: Int64) throws(SQLiteError) -> WrittenSources {
-        let heights = try statement(Self.upsertHeightCounts)
-        for (key, count) in delta.heights {
-            try heights.finish(key.placement.rawValue.withCString { placement in
-                heights.step(key: key.series) { $0.text(placement); $0.double(HeightBin.points(key.halfPoints)); $0.int(count) }
-            })
+        try upsert(Self.heightCounts, delta.heights) { key, count, row in
+            row.key(key.series); row.text(key.placement.rawValue); row.double(HeightBin.points(key.halfPoints)); row.int(count)
         }
-        let animations = try statement(Self.upsertAnimationCounts)
-        for (key, count) in delta.animations {
-            try animations.finish(key.event.rawValue.withCString { event in
-                animations.step(key: key.series) {
-                    $0.text(event); $0.int(Int64(key.bin.durationMs)); $0.int(Int64(key.bin.curve)); $0.int(count)
-                }
-            })
+        try upsert(Self.animationCounts, delta.animations) { key, count, row in
+            row.key(key.series); row.text(key.event.rawValue); row.int(Int64(key.bin.durationMs)); row.int(Int64(key.bin.curve))
+            row.int(count)
         }
-        let coldStarts = try statement(Self.upsertColdStartCounts)
-        for (key, count) in delta.coldStarts {
-            try coldStarts.run(key: key.series) {
-                $0.int(key.preloaded ? 1 : 0); $0.int(Int64(key.bucket)); $0.double(LogBucket.value(key.bucket)); $0.int(count)
-            }
+        try upsert(Self.coldStartCounts, delta.coldStarts) { key, count, row in
+            row.key(key.series); row.int(key.preloaded ? 1 : 0); row.int(Int64(key.bucket)); row.double(LogBucket.value(key.bucket))
+            row.int(count)
         }
-        let safeAreas = try statement(Self.upsertSafeAreaCounts)
-        for (key, count) in delta.safeAreas {
-            try safeAreas.run(key: key.series) { $0.double(HeightBin.points(key.halfPoints)); $0.int(count) }
+        try upsert(Self.safeAreaCounts, delta.safeAreas) { key, count, row in
+            row.key(key.series); row.double(HeightBin.points(key.halfPoints)); row.int(count)
         }
-        let votes = try statement(Self.upsertHeightVotes)
-        for (key, count) in delta.votes {
-            try votes.run(key: key.series) { $0.double(HeightBin.points(key.halfPoints)); $0.int(count) }
+        try upsert(Self.heightVotes, delta.votes) { key, count, row in
+            row.key(key.series); row.double(HeightBin.points(key.halfPoints)); row.int(count)
         }
         let sources = try statement(Self.insertKeySource)
         let touch = try statement(Self.touchKeySource)
@@ -264,16 +242,28 @@ extension SQLiteTelemetryStore {
                 }
             }
         }
-        if !delta.screens.isEmpty {
-            let screens = try statement(Self.upsertModelScreens)
-            for (key, count) in delta.screens {
-                try screens.run([.text(key.model), .text(key.screen.description), .int(count)])
-            }
+        try upsert(Self.modelScreens, delta.screens) { key, count, row in
+            row.text(key.model); row.text(key.screen.description); row.int(count)
         }
         try writeReleases(delta.releases)
         let newReleaseSources = try writeReleaseSources(delta.releaseSources, seenAt: seenAt)
         try writeDayVotes(delta.dayVotes)
         return WrittenSources(keys: newSources, releases: newReleaseSources)
+    }
+
+    /// Upserts a row for each entry of `entries`, its parameters appended by `row`, in
+    /// multi-row statements (`run(_:_:)`), through the store's reused `rows` buffers.
+    func upsert<Key, Value>(_ upsert: MultiRowUpsert, _ entries: [Key: Value],
+                            _ row: (Key, Value, inout SQLiteRows) -> Void) throws(SQLiteError) {
+        guard !entries.isEmpty else { return }
+        var gathered = rows
+        rows = SQLiteRows()  // `gathered` holds the buffers alone: appending copies nothing
+        defer {
+            gathered.removeAll()
+            rows = gathered
+        }
+        for (key, value) in entries { row(key, value, &gathered) }
+        try run(upsert, &gathered)
     }
 }
 

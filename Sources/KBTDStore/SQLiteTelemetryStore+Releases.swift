@@ -3,19 +3,14 @@ import KBTDCore
 /// Per-release counts (`release_counts`, schema v9) and sources (`release_sources`, v11):
 /// written with each commit's other counts, read back with them when the index loads.
 extension SQLiteTelemetryStore {
-    static let upsertReleaseCounts = """
-        INSERT INTO release_counts(model, os_major, language, orientation, keyboard_type, os_minor, height_bin, samples, votes)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT DO UPDATE SET samples = samples + excluded.samples, votes = votes + excluded.votes
-        """
+    static let releaseCounts = MultiRowUpsert(
+        slot: 6, "INSERT INTO release_counts(model, os_major, language, orientation, keyboard_type, os_minor, height_bin, samples, votes)",
+        width: 9, conflict: "ON CONFLICT DO UPDATE SET samples = samples + excluded.samples, votes = votes + excluded.votes")
 
     func writeReleases(_ releases: [ReleaseBin: ReleaseCount]) throws(SQLiteError) {
-        guard !releases.isEmpty else { return }
-        let upsert = try statement(Self.upsertReleaseCounts)
-        for (bin, count) in releases {
-            try upsert.run(key: bin.series) {
-                $0.int(Int64(bin.minor)); $0.double(HeightBin.points(bin.halfPoints)); $0.int(count.samples); $0.int(count.votes)
-            }
+        try upsert(Self.releaseCounts, releases) { bin, count, row in
+            row.key(bin.series); row.int(Int64(bin.minor)); row.double(HeightBin.points(bin.halfPoints))
+            row.int(count.samples); row.int(count.votes)
         }
     }
 
@@ -66,17 +61,13 @@ extension SQLiteTelemetryStore {
 /// Votes per UTC day (`day_votes`, schema v10): written with each commit's other counts,
 /// read back with them when the index loads (the index keeps the last days; `VoteAge.swift`).
 extension SQLiteTelemetryStore {
-    static let upsertDayVotes = """
-        INSERT INTO day_votes(model, os_major, language, orientation, keyboard_type, day, height_bin, votes)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT DO UPDATE SET votes = votes + excluded.votes
-        """
+    static let dayVotes = MultiRowUpsert(
+        slot: 7, "INSERT INTO day_votes(model, os_major, language, orientation, keyboard_type, day, height_bin, votes)",
+        width: 8, conflict: "ON CONFLICT DO UPDATE SET votes = votes + excluded.votes")
 
     func writeDayVotes(_ bins: [DayVoteBin: Int64]) throws(SQLiteError) {
-        guard !bins.isEmpty else { return }
-        let upsert = try statement(Self.upsertDayVotes)
-        for (bin, votes) in bins {
-            try upsert.run(key: bin.series) { $0.int(Int64(bin.day)); $0.double(HeightBin.points(bin.halfPoints)); $0.int(votes) }
+        try upsert(Self.dayVotes, bins) { bin, votes, row in
+            row.key(bin.series); row.int(Int64(bin.day)); row.double(HeightBin.points(bin.halfPoints)); row.int(votes)
         }
     }
 }

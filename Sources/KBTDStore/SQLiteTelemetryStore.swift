@@ -5,13 +5,20 @@ import Glibc
 import KBTDCore
 
 /// `TelemetryStore` on SQLite: WAL, `synchronous=FULL`, one transaction per
-/// group commit, one upsert per key touched.
+/// group commit; each counts table's rows in multi-row upserts prepared once (`MultiRowUpsert`).
 public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
     /// Opening read-only (for `kbtd stats`) never creates or migrates.
     public enum Access: Sendable { case readWrite, readOnly }
 
     let db: SQLiteConnection
     private var statements: [String: SQLiteStatement] = [:]
+    /// The multi-row upserts' statements, by `MultiRowUpsert.slot` and size (`upsertStatement`).
+    var upsertStatements = [SQLiteStatement?](repeating: nil, count: MultiRowUpsert.slots * MultiRowUpsert.sizes)
+    /// A commit's rows of one table, gathered for `run(_:_:)`; kept to reuse its buffers' capacity.
+    var rows = SQLiteRows()
+    /// How a commit writes the counts tables: multi-row upserts, or one statement a row (only to
+    /// measure and test against, `kbtd-bench commit`).
+    package var upsertStyle = UpsertStyle.multiRow
     public let path: String
     /// When keys join the in-memory index (read by each commit: reloadable).
     let admission: @Sendable () -> IndexAdmission
@@ -24,6 +31,8 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
     /// Move a known network's `key_sources.seen_at` before trying to insert it (one statement for
     /// a network that reported the key before, two for a new one; off only to measure the order before).
     package var touchesKnownNetworksFirst = true
+    /// What `countWALFrames` counts into (kept alive here: SQLite holds only a pointer to it).
+    private var walFrames: WALFrames?
     /// The last UTC day whose commit deleted earlier days' ledger rows.
     var ledgerDay: Int64 = -1
     /// The last UTC day (clock) whose upkeep pruned `day_votes` (two scans of the table: once a day).
@@ -35,11 +44,13 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
     ///   - fileMode: permissions of a database file this call creates (the WAL
     ///     and shared-memory files inherit them); an existing file keeps its own.
     ///   - admission: when keys join the in-memory index.
+    ///   - pageSize: the page size of a database this call creates (SQLite's 4,096 when nil; an
+    ///     existing file keeps its own): for `kbtd-bench commit --page-size`.
     /// - Throws: `UnusableDatabase` for a file kbtd must not or cannot use
     ///   (another application's, a newer schema, garbage, a directory, a
     ///   folder that does not exist or cannot be written); `SQLiteError` otherwise.
     public init(path: String, access: Access = .readWrite, fileMode: UInt32 = 0o600, walLimitBytes: Int64 = 64 << 20,
-                admission: @escaping @Sendable () -> IndexAdmission = { IndexAdmission() }) throws {
+                admission: @escaping @Sendable () -> IndexAdmission = { IndexAdmission() }, pageSize: Int? = nil) throws {
         self.path = path
         self.admission = admission
         if access == .readOnly {
@@ -66,6 +77,8 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
             throw SQLiteError(code: SQLITE_READONLY, message: "the database file or its file system is read-only",
                               context: "opening \(path)")
         }
+        // Before WAL mode: a WAL database's page size is fixed.
+        if let pageSize { try db.execute("PRAGMA page_size = \(pageSize);") }
         try db.execute("""
             PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;
             PRAGMA journal_size_limit = \(walLimitBytes);
@@ -162,10 +175,41 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
         return (runs, Int(sqlite3_total_changes(db.handle)))
     }
 
+    /// Counts the WAL frames this connection's commits write (`WALFrames.frames`; each a page and a
+    /// 24-byte header), for `kbtd-bench commit`. It takes SQLite's WAL hook, so it checkpoints as
+    /// SQLite's own auto-checkpoint does (a passive checkpoint once the WAL holds 1,000 frames).
+    package func countWALFrames() throws(SQLiteError) -> WALFrames {
+        var pageSize: Int64 = 0
+        try statement("PRAGMA page_size").forEachRow { pageSize = $0.int(0) }
+        let counter = WALFrames(pageSize: Int(pageSize))
+        walFrames = counter
+        sqlite3_wal_hook(db.handle, { context, db, name, frames in
+            let counter = Unmanaged<WALFrames>.fromOpaque(context!).takeUnretainedValue()
+            // Fewer frames than after the last commit: the WAL started over after a checkpoint.
+            counter.frames += Int(frames) >= counter.last ? Int(frames) - counter.last : Int(frames)
+            counter.last = Int(frames)
+            if frames >= 1_000 { sqlite3_wal_checkpoint(db, name) }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(counter).toOpaque())
+        return counter
+    }
+
     func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         if let cached = statements[sql] { return cached }
         let prepared = try db.prepare(sql)
         statements[sql] = prepared
         return prepared
     }
+}
+
+/// WAL frames written by a connection's commits (`SQLiteTelemetryStore.countWALFrames`).
+package final class WALFrames {
+    package let pageSize: Int
+    package fileprivate(set) var frames = 0
+    fileprivate var last = 0
+
+    init(pageSize: Int) { self.pageSize = pageSize }
+
+    /// The bytes those frames took in the WAL file.
+    package var bytes: Int { frames * (pageSize + 24) }
 }

@@ -11,11 +11,19 @@ import KBTDStore
 ///   rows, every trusted `key_sources` row written again each commit, a network's row
 ///   inserted before its `seen_at` is moved);
 /// - `release sources`: with `release_sources`, otherwise the same;
-/// - `release sources, known rows skipped`: what kbtd runs (`IndexedKeys.knowsTrustedRow`;
-///   a network's `seen_at` moved first, the insert only when it was not there).
+/// - `release sources, known rows skipped`: known trusted rows skipped (`IndexedKeys.knowsTrustedRow`;
+///   a network's `seen_at` moved first, the insert only when it was not there);
+///
+/// those three with one statement a counts row (`UpsertStyle.perRow`), as before multi-row upserts;
+/// - `multi-row upserts`: what kbtd runs, the third layout with each counts table's rows in
+///   statements of up to 64 rows;
+/// - `time-ordered batch ids`: the same with the batch ids replaced by ids that sort in the order
+///   they arrive (as UUIDv7 would): an experiment, to show what the random ids' B-tree leaves cost.
 ///
 /// Statements are `SQLITE_STMTSTATUS_RUN` summed over the store's cached statements (the
-/// transaction's BEGIN and COMMIT are not among them), rows `sqlite3_total_changes`.
+/// transaction's BEGIN and COMMIT are not among them), rows `sqlite3_total_changes`, CPU the
+/// thread's, wall the commit's whole time (the fsync of `synchronous=FULL` included), WAL bytes
+/// the frames the commits wrote (`countWALFrames`: page and header, the auto-checkpoint as SQLite's).
 struct Commit: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Statements and rows per SQLite group commit, in-process.")
     @Option var batches = 2_000
@@ -24,11 +32,25 @@ struct Commit: ParsableCommand {
     @Option var seed: UInt64 = 1
     @Option(help: "Distinct client networks of the untrusted batches.") var networks = 64
     @Flag(help: "Batches from 64 untrusted networks (capped votes) instead of a trusted peer.") var untrusted = false
+    @Option(help: "Only these layouts (repeatable): sources, releases, skipping, multirow, orderedids.") var layout: [Layout] = []
+    @Option(help: "The new databases' page size (SQLite's 4096 by default).") var pageSize: Int?
 
-    enum Layout: String, CaseIterable {
-        case keySourcesOnly = "key sources only (as before)"
-        case releaseSources = "release sources, every row written"
-        case skipping = "release sources, known rows skipped"  // and known networks touched first
+    enum Layout: String, CaseIterable, ExpressibleByArgument {
+        case keySourcesOnly = "sources"
+        case releaseSources = "releases"
+        case skipping = "skipping"  // and known networks touched first
+        case multiRow = "multirow"
+        case orderedIDs = "orderedids"
+
+        var name: String {
+            switch self {
+            case .keySourcesOnly: "key sources only, one statement a row"
+            case .releaseSources: "release sources, every row written"
+            case .skipping: "known rows skipped, one statement a row"
+            case .multiRow: "known rows skipped, multi-row upserts"
+            case .orderedIDs: "multi-row, time-ordered batch ids"
+            }
+        }
     }
 
     func run() throws {
@@ -51,38 +73,53 @@ struct Commit: ParsableCommand {
             pending.append(item)
         }
         let groups = stride(from: 0, to: pending.count, by: group).map { Array(pending[$0..<min($0 + group, pending.count)]) }
-        var results: [Layout: [(statements: Double, rows: Double, cpu: Double)]] = [:]
+        let ordinal = Dictionary(pending.enumerated().map { ($1.batchID, $0) }, uniquingKeysWith: { first, _ in first })
+        let layouts = layout.isEmpty ? Layout.allCases : Layout.allCases.filter(layout.contains)
+        var results: [Layout: [(statements: Double, rows: Double, cpu: Double, wall: Double, walBytes: Double)]] = [:]
         for _ in 0..<rounds {
-            for layout in Layout.allCases {
+            for layout in layouts {
                 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kbtd-bench-commit-\(UUID().uuidString)")
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
                 defer { try? FileManager.default.removeItem(at: directory) }
                 let store = try SQLiteTelemetryStore(path: directory.appendingPathComponent("kbtd.sqlite").path,
-                                                     admission: { IndexAdmission(minSources: 3, maxIndexedKeys: 1_000_000) })
-                store.skipsKnownTrustedRows = layout == .skipping
-                store.touchesKnownNetworksFirst = layout == .skipping
+                                                     admission: { IndexAdmission(minSources: 3, maxIndexedKeys: 1_000_000) },
+                                                     pageSize: pageSize)
+                let multiRow = layout == .multiRow || layout == .orderedIDs
+                store.skipsKnownTrustedRows = layout == .skipping || multiRow
+                store.touchesKnownNetworksFirst = layout == .skipping || multiRow
+                store.upsertStyle = multiRow ? .multiRow : .perRow
+                let wal = try store.countWALFrames()
                 let start = store.statementRuns
                 let cpuStart = threadCPU()
+                let wallStart = DispatchTime.now().uptimeNanoseconds
                 for var commit in groups {
                     if layout == .keySourcesOnly {
                         for i in commit.indices { commit[i].delta.releaseSources = [:] }
                     }
+                    if layout == .orderedIDs {
+                        for i in commit.indices {
+                            commit[i].batchID = String(format: "%08x-%04x-7000-8000-000000000000", commit[i].receivedAt, ordinal[commit[i].batchID]!)
+                        }
+                    }
                     _ = try store.commit(commit)
                 }
+                let cpu = threadCPU() - cpuStart
+                let wall = Double(DispatchTime.now().uptimeNanoseconds - wallStart) / 1e9
                 let end = store.statementRuns
                 let count = Double(groups.count)
                 results[layout, default: []].append((Double(end.statements - start.statements) / count,
                                                      Double(end.rowsChanged - start.rowsChanged) / count,
-                                                     (threadCPU() - cpuStart) * 1e6 / count))
+                                                     cpu * 1e6 / count, wall * 1e6 / count, Double(wal.bytes) / Double(batches)))
             }
         }
         print("commit: \(batches) batches of 100 samples in groups of \(group), \(untrusted ? "\(networks) untrusted networks" : "trusted"), \(rounds) rounds (medians)")
-        for layout in Layout.allCases {
+        for layout in layouts {
             let runs = results[layout]!
             func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-            let name = layout.rawValue.padding(toLength: 40, withPad: " ", startingAt: 0)
-            print(name + String(format: " %7.1f statements/commit  %7.1f rows changed/commit  %8.0f CPU µs/commit",
-                                median(runs.map(\.statements)), median(runs.map(\.rows)), median(runs.map(\.cpu))))
+            let name = layout.name.padding(toLength: 40, withPad: " ", startingAt: 0)
+            print(name + String(format: " %7.1f statements/commit  %7.1f rows changed/commit  %8.0f CPU µs/commit  %8.0f wall µs/commit  %7.0f WAL bytes/batch",
+                                median(runs.map(\.statements)), median(runs.map(\.rows)), median(runs.map(\.cpu)),
+                                median(runs.map(\.wall)), median(runs.map(\.walBytes))))
         }
     }
 

@@ -1,0 +1,144 @@
+import CSQLite
+import KBTDCore
+
+/// One table's upsert written for 1, 2, 4, ... `maxRows` rows (`INSERT ... VALUES (...), (...)
+/// ON CONFLICT ...`): a commit's rows of that table run in the fewest chunks of those sizes, each
+/// statement prepared once, so a table's n rows cost about n / 64 + 6 statement runs instead of n.
+/// Without lookaside memory (Debian's SQLite) every statement run mallocs and frees its cursors and
+/// registers; a run of 64 rows pays that once (BENCHMARKS.md, "Multi-row upserts, measured again").
+struct MultiRowUpsert: Sendable {
+    /// 64 rows of at most 9 parameters: 576, under SQLite's 999 of before 3.32.
+    static let maxRows = 64
+    /// Where this table's statements sit in the store's cache (`SQLiteTelemetryStore.upsertStatement`).
+    let slot: Int
+    /// Parameters a row.
+    let width: Int
+    /// The statement for `1 << i` rows at index `i`.
+    let sql: [String]
+
+    static let sizes = MultiRowUpsert.maxRows.trailingZeroBitCount + 1
+    /// How many tables are written this way (the cache's rows).
+    static let slots = 8
+
+    /// - Parameters:
+    ///   - insert: `INSERT INTO table(columns)`, without `VALUES`.
+    ///   - conflict: the `ON CONFLICT` clause.
+    init(slot: Int, _ insert: String, width: Int, conflict: String) {
+        precondition(slot < Self.slots)
+        self.slot = slot
+        self.width = width
+        let row = "(" + Array(repeating: "?", count: width).joined(separator: ", ") + ")"
+        sql = (0..<Self.sizes).map { power in
+            insert + "\nVALUES " + Array(repeating: row, count: 1 << power).joined(separator: ", ") + "\n" + conflict
+        }
+    }
+}
+
+/// The rows of one multi-row upsert, gathered flat (`width` parameters a row), their texts copied
+/// back to back into one buffer, NUL-terminated: a statement of 64 rows then binds every text in
+/// place (`SQLITE_STATIC`), with no allocation a row or a text. Both buffers keep their capacity from
+/// commit to commit (`SQLiteTelemetryStore.rows`).
+struct SQLiteRows {
+    enum Parameter {
+        case int(Int64)
+        case double(Double)
+        /// The offset of a NUL-terminated text in `texts`.
+        case text(Int)
+        case null
+    }
+
+    private(set) var parameters: [Parameter] = []
+    private var texts: [UInt8] = []
+
+    var isEmpty: Bool { parameters.isEmpty }
+
+    mutating func int(_ value: Int64) { parameters.append(.int(value)) }
+    mutating func double(_ value: Double) { parameters.append(.double(value)) }
+    mutating func null() { parameters.append(.null) }
+    mutating func text(_ value: String) {
+        parameters.append(.text(texts.count))
+        if value.utf8.withContiguousStorageIfAvailable({ texts.append(contentsOf: $0) }) == nil {
+            texts.append(contentsOf: value.utf8)
+        }
+        texts.append(0)
+    }
+
+    /// A key's five columns (`model, os_major, language, orientation, keyboard_type`), the order
+    /// every keyed table's upsert starts with.
+    mutating func key(_ key: SeriesKey) {
+        text(key.model)
+        int(Int64(key.osMajor))
+        text(key.language)
+        text(key.orientation.rawValue)
+        text(key.keyboardType)
+    }
+
+    mutating func removeAll() {
+        parameters.removeAll(keepingCapacity: true)
+        texts.removeAll(keepingCapacity: true)
+    }
+
+    /// Binds `parameters[range]` to the statement's parameters 1, 2, ..., steps once, resets and
+    /// clears the bindings (no pointer into `texts` outlives the run): `SQLITE_DONE`, or the failing
+    /// code with the parameter whose binding failed (else 0), as `SQLiteStatement.step` answers.
+    func step(_ statement: OpaquePointer, _ range: Range<Int>) -> (status: Int32, failedAt: Int32) {
+        texts.withUnsafeBufferPointer { texts in
+            let base = UnsafeRawPointer(texts.baseAddress)?.assumingMemoryBound(to: CChar.self)
+            var status = SQLITE_OK
+            var failedAt: Int32 = 0
+            for (offset, parameter) in zip(Int32(1)..., parameters[range]) {
+                let result: Int32
+                switch parameter {
+                case .int(let value): result = sqlite3_bind_int64(statement, offset, value)
+                case .double(let value): result = sqlite3_bind_double(statement, offset, value)
+                case .text(let at): result = sqlite3_bind_text(statement, offset, base! + at, -1, nil)
+                case .null: result = sqlite3_bind_null(statement, offset)
+                }
+                if result != SQLITE_OK { (status, failedAt) = (result, offset); break }
+            }
+            if status == SQLITE_OK { status = sqlite3_step(statement) }
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+            return (status, failedAt)
+        }
+    }
+}
+
+/// How a commit writes the counts tables' rows.
+package enum UpsertStyle: Sendable {
+    /// Up to `MultiRowUpsert.maxRows` rows a statement: what kbtd runs.
+    case multiRow
+    /// One statement a row (the same statements with one row), kept as the reference the tests
+    /// and `kbtd-bench commit` compare with.
+    case perRow
+}
+
+extension SQLiteTelemetryStore {
+    /// Upserts `rows` (every row `upsert.width` parameters) in chunks of 64, 32, ... 1 rows
+    /// (or one a row, `upsertStyle == .perRow`), then empties `rows`.
+    func run(_ upsert: MultiRowUpsert, _ rows: inout SQLiteRows) throws(SQLiteError) {
+        let count = rows.parameters.count
+        precondition(count % upsert.width == 0, "a row of \(upsert.width) parameters")
+        var start = 0
+        while start < count {
+            let remaining = (count - start) / upsert.width
+            // The largest chunk size (a power of two, at most maxRows) that fits what is left.
+            let power = upsertStyle == .perRow
+                ? 0 : min(Int.bitWidth - 1 - remaining.leadingZeroBitCount, MultiRowUpsert.sizes - 1)
+            let end = start + (1 << power) * upsert.width
+            let statement = try upsertStatement(upsert, power: power)
+            try statement.finish(rows.step(statement.handle, start..<end))
+            start = end
+        }
+        rows.removeAll()
+    }
+
+    /// The prepared statement for `1 << power` rows of `upsert`, cached by slot (no hash of its text).
+    func upsertStatement(_ upsert: MultiRowUpsert, power: Int) throws(SQLiteError) -> SQLiteStatement {
+        let index = upsert.slot * MultiRowUpsert.sizes + power
+        if let cached = upsertStatements[index] { return cached }
+        let prepared = try statement(upsert.sql[power])
+        upsertStatements[index] = prepared
+        return prepared
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import KBTDCore
+@testable import KBTDStore
+import Testing
+
+/// Issue 27, part 3: the SQLite commit writes each counts table's rows in multi-row upserts (chunks
+/// of 64, 32, ... 1 rows, texts bound in place from one buffer): the database it leaves must be
+/// byte-identical to the one the one-statement-a-row commit leaves, for new rows and for rows the
+/// upserts add to, across chunk boundaries, in every table (releases and days of votes included).
+@Suite("SQLite multi-row commit", .ownThreads)
+struct MultiRowCommitTests {
+    static let languages = ["en-US", "ja-JP", "zh-Hans", "de-DE", "fr-FR", "es-ES", "it-IT", "ko-KR", "pt-BR", "ru-RU", "emoji"]
+
+    /// Commits that create well over 64 rows a table (many keys, several height bins), add to rows
+    /// already stored, retry an id inside a commit and across commits, and mix trusted and untrusted sources.
+    static func commits() -> [[PendingBatch]] {
+        var first: [PendingBatch] = []
+        for (m, model) in ["iPhone17,1", "iPhone15,2", "iPhone14,6", "iPhone16,2", "iPhone12,1"].enumerated() {
+            for (l, language) in languages.enumerated() {
+                let heights = (0..<6).map { 291 + Double((m + l + $0) % 9) * 4.5 }
+                let source: SourceID = (m + l) % 3 == 0 ? .trusted : SourceID(network: "198.51.100.\(l)")
+                let screen = l == 0 ? ScreenSize(width: 390 + m, height: 844) : nil
+                first.append(pendingBatch("a-\(m)-\(l)", receivedAt: 1_000 + Int64(l), model: model, language: language,
+                                          heights: heights, source: source, screen: screen))
+                first[first.count - 1].delta.recordRelease(os: (m + l) % 2 == 0 ? "26.2" : "26.1")
+                first[first.count - 1].delta.recordDay(receivedAt: 86_400 * Int64(l % 3) + 1_000)
+            }
+        }
+        first.append(first[3])  // a retry in the same commit counts nothing
+        var second = Array(first.prefix(20))  // retries of stored ids
+        for (l, language) in languages.enumerated() {
+            second.append(pendingBatch("b-\(l)", receivedAt: 4_000 + Int64(l), model: "iPhone17,1", language: language,
+                                       heights: [336, 336, 345.5, 209], source: SourceID(network: "203.0.113.\(l % 4)"),
+                                       screen: ScreenSize(width: 390, height: 844)))
+            second[second.count - 1].delta.recordRelease(os: "26.2")
+            second[second.count - 1].delta.recordDay(receivedAt: 86_400 * 2 + 1_000)
+        }
+        return [first, second, [pendingBatch("c", receivedAt: 9_000, heights: [300])]]
+    }
+
+    /// Every row of every table but `schema_migrations` (its times are the clock's), each value
+    /// with SQLite's `quote()` (type and exact digits), sorted.
+    static func dump(_ store: SQLiteTelemetryStore) throws -> [String: [String]] {
+        var tables: [String] = []
+        try store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'schema_migrations' ORDER BY name")
+            .forEachRow { tables.append($0.text(0)) }
+        var dump: [String: [String]] = [:]
+        for table in tables {
+            var columns: [String] = []
+            try store.db.prepare("SELECT name FROM pragma_table_info('\(table)')").forEachRow { columns.append($0.text(0)) }
+            var rows: [String] = []
+            let select = "SELECT " + columns.map { "quote(\"\($0)\")" }.joined(separator: " || ',' || ") + " FROM \"\(table)\""
+            try store.db.prepare(select).forEachRow { rows.append($0.text(0)) }
+            dump[table] = rows.sorted()
+        }
+        return dump
+    }
+
+    @Test func multiRowUpsertsLeaveTheSameDatabaseAsOneStatementARow() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var dumps: [UpsertStyle: [String: [String]]] = [:]
+        var results: [UpsertStyle: [[Bool]]] = [:]
+        var statements: [UpsertStyle: Int] = [:]
+        for style in [UpsertStyle.perRow, .multiRow] {
+            let store = try SQLiteTelemetryStore(path: directory.appendingPathComponent("\(style).sqlite").path)
+            store.upsertStyle = style
+            let before = store.statementRuns.statements
+            for batches in Self.commits() { results[style, default: []].append(try store.commit(batches).stored) }
+            statements[style] = store.statementRuns.statements - before
+            dumps[style] = try Self.dump(store)
+            #expect(try store.integrityCheck() == "ok")
+        }
+        let perRow = try #require(dumps[.perRow]), multiRow = try #require(dumps[.multiRow])
+        #expect(results[.perRow] == results[.multiRow])
+        #expect(Set(perRow.keys) == Set(multiRow.keys))
+        for table in perRow.keys.sorted() {
+            #expect(perRow[table] == multiRow[table], "table \(table) differs")
+        }
+        // The case is big enough to need several chunks a table, and the multi-row commit runs fewer statements.
+        #expect(try #require(perRow["animation_counts"]).count > MultiRowUpsert.maxRows)
+        #expect(try #require(perRow["height_counts"]).count > MultiRowUpsert.maxRows)
+        #expect(try #require(perRow["release_counts"]).count > MultiRowUpsert.maxRows)
+        #expect(try #require(perRow["day_votes"]).count > MultiRowUpsert.maxRows)
+        let perRowStatements: Int = try #require(statements[.perRow])
+        let multiRowStatements: Int = try #require(statements[.multiRow])
+        #expect(multiRowStatements < perRowStatements / 2)
+    }
+
+    /// The stored counts of a mixed commit, stated explicitly (not only compared with the former path).
+    @Test func aMixedCommitStoresEachCountOnce() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteTelemetryStore(path: directory.appendingPathComponent("kbtd.sqlite").path)
+        let commits = Self.commits()
+        for batches in commits { _ = try store.commit(batches) }
+        let counts = try store.loadCounts()
+        // Samples of distinct new ids: 55 first-commit batches of 6, 11 second-commit batches of 4, one of 1.
+        let samples: Int64 = 55 * 6 + 11 * 4 + 1
+        let storedSamples: Int64 = counts.animations.values.reduce(0, +)
+        #expect(storedSamples == samples)
+        // Cold starts: samples 0, 2, 4 of each 6 and 0, 2 of each 4.
+        let coldStarts: Int64 = 55 * 3 + 11 * 2 + 1
+        let storedColdStarts: Int64 = counts.coldStarts.values.reduce(0, +)
+        #expect(storedColdStarts == coldStarts)
+        let english = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "en-US", orientation: .portrait, keyboardType: "default")
+        // b-0: 336 twice (show), 345.5 (show), 209 hidden: docked 336 counts 2 from it.
+        let docked336: Int64 = counts.heights[HeightCountKey(series: english, placement: .docked, halfPoints: 672), default: 0]
+        #expect(docked336 >= 2)
+        let screens: Int64 = counts.screens.values.reduce(0, +)
+        #expect(screens == 16)
+        let ids: Int = try store.batchIDCount()
+        #expect(ids == 67)
+    }
+}

@@ -41,7 +41,7 @@ struct SampleRecorder {
     /// so batches reach the pipeline in the order they were sealed.
     mutating func seal(into jobs: AsyncStream<PipelineJob>.Continuation) {
         guard !pending.isEmpty else { return }
-        jobs.yield(.seal(UUID(), pending))
+        jobs.yield(.seal(.batchID(sealedAt: Date()), pending))
         pending = []
         pendingSince = nil
     }

@@ -104,4 +104,48 @@ struct ClientRecordingTests {
         #expect(abs(warm - 32) <= 32 * 0.01)
         await client.shutdown()
     }
+
+    /// Batch ids are version 7 UUIDs (RFC 9562) with the sealing time in whole seconds, so a batch
+    /// sealed in a later second sorts after an earlier one (kbtd's batch index grows at its end),
+    /// and no finer time than the samples' own `t` leaves the phone.
+    @Test func batchIDsAreTimeOrderedToTheSecond() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let daemon = try TestDaemon().start()
+        let transport = RecordingTransport()
+        let client = try KeyboardTelemetryClient(device: TelemetryDevice(model: "iPhone17,1", os: "26.1"),
+                                                 configuration: ClientFixtures.configuration(port: daemon.port, directory: directory),
+                                                 transport: transport)
+        client.start()
+        let before = Date().timeIntervalSince1970.rounded(.down)
+        for height in [336.0, 346.0] {
+            client.record(KeyboardSample(event: .show, height: height, safeAreaBottom: 34, language: "en-US", orientation: .portrait))
+            await client.flush()
+        }
+        #expect(await client.waitForDelivery(timeout: 120))
+        let after = Date().timeIntervalSince1970.rounded(.down)
+        await client.shutdown()
+        var ids: [String] = []
+        for exchange in transport.exchanges where exchange.request.method == "POST" {
+            let batch = try JSONParser.parse(try ClientFixtures.inflate([UInt8](try #require(exchange.request.body))))
+            guard case .string(let id)? = batch["batch_id"] else {
+                Issue.record("no batch_id in \(batch)")
+                continue
+            }
+            if !ids.contains(id) { ids.append(id) }
+        }
+        #expect(ids.count == 2, "two batches: \(ids)")
+        for id in ids {
+            let hex = Array(id.replacingOccurrences(of: "-", with: ""))
+            #expect(hex.count == 32 && hex[12] == "7", "version 7: \(id)")
+            #expect(hex.count == 32 && "89ab".contains(hex[16]), "RFC 9562 variant: \(id)")
+            let milliseconds = UInt64(String(hex.prefix(12)), radix: 16) ?? 0
+            #expect(milliseconds % 1000 == 0, "whole seconds: \(id)")
+            let seconds = Double(milliseconds / 1000)
+            #expect(seconds >= before && seconds <= after, "sealed between \(before) and \(after): \(id)")
+        }
+        // Within one second the random bits decide; across seconds the later batch sorts after.
+        let seconds = ids.map { $0.prefix(13) }
+        #expect(seconds == seconds.sorted(), "in sealing order: \(ids)")
+    }
 }

@@ -5,6 +5,7 @@ import KBTDCore
 import NIOCore
 import NIOEmbedded
 import NIOHTTPTypes
+import Synchronization
 @testable import KBTDServer
 import Testing
 
@@ -187,6 +188,25 @@ struct BatchPathTests {
         return channel
     }
 
+    /// The `Content-Type` check reads an ASCII value as bytes (no Foundation bridging a batch) and
+    /// must accept exactly what the Foundation reading it replaced accepts, quirks included: `split`
+    /// drops an empty first piece, `.whitespaces` trims Unicode spaces such as U+00A0.
+    @Test func contentTypeIsReadAsFoundationReadsIt() {
+        let values = ["application/json", "APPLICATION/Json", " application/json ", "\tapplication/json\t",
+                      "application/json; charset=utf-8", "application/json ;x", ";application/json", ";;application/json",
+                      "application/json;", "application/jsonx", "application/jso", "xapplication/json", "", " ", ";", " ;",
+                      "text/plain", "application/json\u{A0}", "\u{A0}application/json", "application/json\u{0B}",
+                      "application/ json", "application/json\u{7F}", "Application/JSON\t; q=1"]
+        for value in values {
+            let foundation = (value.split(separator: ";", maxSplits: 1).first.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            } ?? "") == "application/json"
+            #expect(BatchBody.Framing.isJSON(value) == foundation, "Content-Type \(value.debugDescription)")
+        }
+        #expect(BatchBody.Framing.isJSON(" Application/JSON ; charset=utf-8"))
+        #expect(!BatchBody.Framing.isJSON("text/json"))
+    }
+
     /// What the batch path does not take reaches the router's side of the pipeline untouched.
     @Test func otherRequestsPassOnToTheRouter() async throws {
         let app = try InProcessApp()
@@ -213,6 +233,90 @@ struct BatchPathTests {
             _ = try await channel.readOutbound(as: HTTPResponsePart.self)
         }
         #expect(try await app.metric("kbtd_fast_batches_total{protocol=\"http/1.1\"}") == 0)
+    }
+
+    /// While a batch commits, the connection goes on reading as long as nothing waits (no `epoll_ctl`
+    /// pair a batch); a request read meanwhile waits, and so do further reads and the client's
+    /// half-closure, until the batch is answered: the half-closure must not reach the router's side
+    /// (which would end the connection) before the 202 is written.
+    @Test func readsGoOnWhileABatchCommitsUntilSomethingWaits() async throws {
+        let app = try InProcessApp()
+        let log = PipelineLog()
+        let channel = NIOAsyncTestingChannel()
+        try await channel.eventLoop.submit {
+            let batches = BatchPath(app: app.app, clients: ClientAddressResolver(app.app.settings.current))
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(PipelineLog.Outbound(log))
+            try pipeline.addHandlers(app.app.requestHandlers(.http1, limits: app.app.settings.current.limits, batches: batches))
+            try pipeline.addHandler(PipelineLog.Inbound(log))
+        }.get()
+        try await channel.connect(to: SocketAddress.makeAddressResolvingHost(Self.client, port: 40_000)).get()
+        let body = gzip(batchBody(samples: shows(3, height: 336)))
+        let headers: HTTPFields = [.contentType: "application/json", .contentEncoding: "gzip", .contentLength: String(body.count)]
+        let batch = HTTPRequest(method: .post, scheme: "http", authority: "kbtd.test", path: "/v1/batches", headerFields: headers)
+        let health = HTTPRequest(method: .get, scheme: "http", authority: "kbtd.test", path: "/healthz")
+        // One turn of the event loop, so all of it happens before the commit's answer can come back.
+        try await channel.eventLoop.submit {
+            let pipeline = channel.pipeline.syncOperations
+            for part in [HTTPRequestPart.head(batch), .body(ByteBuffer(bytes: body)), .end(nil)] {
+                pipeline.fireChannelRead(NIOAny(part))
+            }
+            pipeline.fireChannelReadComplete()
+            pipeline.read()
+            pipeline.fireChannelRead(NIOAny(HTTPRequestPart.head(health)))
+            pipeline.fireChannelRead(NIOAny(HTTPRequestPart.end(nil)))
+            pipeline.fireChannelReadComplete()
+            pipeline.read()
+            pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        }.get()
+        let answer = try await Self.answer(on: channel)
+        #expect(answer.status == 202, "\(answer.text)")
+        let entries = try await channel.eventLoop.submit { log.entries.withLock { $0 } }.get()
+        #expect(entries == ["read", "head 202", "body", "end", "passed /healthz", "passed end", "inputClosed", "read"])
+    }
+
+    /// A batch pipelined behind a committing one, its body not all read yet, is taken once the first
+    /// is answered and gets the read it waits for (it once waited for its body deadline instead).
+    @Test func aPipelinedBatchStillArrivingGetsItsRead() async throws {
+        let app = try InProcessApp()
+        let log = PipelineLog()
+        let channel = NIOAsyncTestingChannel()
+        try await channel.eventLoop.submit {
+            let batches = BatchPath(app: app.app, clients: ClientAddressResolver(app.app.settings.current))
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(PipelineLog.Outbound(log))
+            try pipeline.addHandlers(app.app.requestHandlers(.http1, limits: app.app.settings.current.limits, batches: batches))
+        }.get()
+        try await channel.connect(to: SocketAddress.makeAddressResolvingHost(Self.client, port: 40_000)).get()
+        func batch(_ body: [UInt8]) -> HTTPRequest {
+            HTTPRequest(method: .post, scheme: "http", authority: "kbtd.test", path: "/v1/batches",
+                        headerFields: [.contentType: "application/json", .contentLength: String(body.count)])
+        }
+        let first = batchBody(samples: shows(2, height: 336))
+        let second = batchBody(samples: shows(4, height: 330))
+        let parts = [HTTPRequestPart.head(batch(first)), .body(ByteBuffer(bytes: first)), .end(nil),
+                     .head(batch(second)), .body(ByteBuffer(bytes: second.prefix(10)))]
+        try await channel.eventLoop.submit {
+            let pipeline = channel.pipeline.syncOperations
+            for part in parts {
+                pipeline.fireChannelRead(NIOAny(part))
+            }
+            pipeline.fireChannelReadComplete()
+            pipeline.read()
+        }.get()
+        let answer = try await Self.answer(on: channel)
+        #expect(answer.status == 202, "\(answer.text)")
+        let entries = try await channel.eventLoop.submit { log.entries.withLock { $0 } }.get()
+        #expect(entries == ["head 202", "body", "end", "read"], "the second batch's read, once the first is answered")
+        // The rest of the second body, as that read would bring it.
+        try await channel.eventLoop.submit {
+            let pipeline = channel.pipeline.syncOperations
+            pipeline.fireChannelRead(NIOAny(HTTPRequestPart.body(ByteBuffer(bytes: second.dropFirst(10)))))
+            pipeline.fireChannelRead(NIOAny(HTTPRequestPart.end(nil)))
+            pipeline.fireChannelReadComplete()
+        }.get()
+        let next = try await Self.answer(on: channel)
+        #expect(next.status == 202 && next.text.contains("\"accepted\":4"), "\(next.text)")
     }
 
     /// A request pipelined behind a batch is answered after the batch, and one the router has not
@@ -249,5 +353,51 @@ struct BatchPathTests {
             #expect(head.path == "/v1/batches")
         }
         #expect(try await app.metric("kbtd_fast_batches_total{protocol=\"http/1.1\"}") == 1)
+    }
+}
+
+/// The reads and writes that leave a test pipeline at its head and what reaches its end, in order
+/// (touched on the channel's event loop only; the mutex makes the log `Sendable`).
+final class PipelineLog: Sendable {
+    let entries = Mutex<[String]>([])
+
+    func add(_ entry: String) { entries.withLock { $0.append(entry) } }
+
+    final class Outbound: ChannelOutboundHandler {
+        typealias OutboundIn = HTTPResponsePart
+        let log: PipelineLog
+        init(_ log: PipelineLog) { self.log = log }
+
+        func read(context: ChannelHandlerContext) {
+            log.add("read")
+            context.read()
+        }
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            switch unwrapOutboundIn(data) {
+            case .head(let head): log.add("head \(head.status.code)")
+            case .body: log.add("body")
+            case .end: log.add("end")
+            }
+            context.write(data, promise: promise)
+        }
+    }
+
+    final class Inbound: ChannelInboundHandler {
+        typealias InboundIn = HTTPRequestPart
+        let log: PipelineLog
+        init(_ log: PipelineLog) { self.log = log }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let head): log.add("passed \(head.path ?? "")")
+            case .body: log.add("passed body")
+            case .end: log.add("passed end")
+            }
+        }
+
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if case .inputClosed? = event as? ChannelEvent { log.add("inputClosed") }
+        }
     }
 }

@@ -75,10 +75,13 @@ struct BatchPath: Sendable {
 /// at once and the rest of the body dropped, as the router sends it and drains the body.
 ///
 /// Order and backpressure: a batch is taken only while no request passed on is unanswered; while
-/// its commit runs, nothing more is read from the connection (a `read` waits here) and request parts
-/// already decoded wait here, passed on (or taken) once the answer is written. A graceful shutdown
-/// (`ChannelShouldQuiesceEvent`) waits for the answer too, then reaches Hummingbird's
-/// connection-state handler, which closes the idle connection.
+/// its commit runs, request parts decoded meanwhile wait here, passed on (or taken) once the answer
+/// is written, and so does the client's half-closure (`ChannelEvent.inputClosed`). Reading goes on
+/// while nothing waits (a client waiting for its answer sends nothing: holding the read would cost
+/// two `epoll_ctl` calls a batch, NIO dropping and restoring its interest in the socket); once parts
+/// wait, a `read` waits here until the answer, so what waits is at most the read that ended the
+/// batch and one more. A graceful shutdown (`ChannelShouldQuiesceEvent`) waits for the answer too,
+/// then reaches Hummingbird's connection-state handler, which closes the idle connection.
 ///
 /// Everything else passes on to `CachedAnswerHandler` and the router: other paths and methods, a
 /// query, `Connection` or `Expect`, and every request while the debug log records requests.
@@ -105,8 +108,10 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var unanswered = 0
     /// Parts read while a batch commits, handled once it is answered.
     private var waiting = CircularBuffer<NIOAny>()
-    /// A `read` asked for while a batch commits.
+    /// A `read` asked for while a batch commits and parts wait.
     private var readWaiting = false
+    /// The client's half-closure, come while a batch commits: passed on after the parts before it.
+    private var inputClosed: Any?
     /// A graceful shutdown that came while a batch was taken here.
     private var quiesce: Any?
 
@@ -206,6 +211,7 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if let event = quiesce {
             // The connection closes after this answer, as after the router's: what was read after it is dropped.
             quiesce = nil
+            inputClosed = nil
             waiting.removeAll()
             context.fireUserInboundEventTriggered(event)
             return
@@ -218,14 +224,20 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         // The handlers after this one (Hummingbird's async channel) take what was read at the read's end.
         if replayed { context.fireChannelReadComplete() }
-        if readWaiting, case .idle = state {
+        if isCommitting { return }
+        if let event = inputClosed {
+            inputClosed = nil
+            context.fireUserInboundEventTriggered(event)
+        }
+        // A batch replayed above may still await the rest of its body: that needs the read too.
+        if readWaiting {
             readWaiting = false
             context.read()
         }
     }
 
     func read(context: ChannelHandlerContext) {
-        if case .committing = state {
+        if isCommitting, !waiting.isEmpty {
             readWaiting = true
             return
         }
@@ -242,16 +254,26 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
             quiesce = event
             return
         }
+        if isCommitting, case .inputClosed? = event as? ChannelEvent {
+            inputClosed = event
+            return
+        }
         context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         waiting.removeAll()
+        inputClosed = nil
         context.fireChannelInactive()
     }
 
     private var isIdle: Bool {
         if case .idle = state { return true }
+        return false
+    }
+
+    private var isCommitting: Bool {
+        if case .committing = state { return true }
         return false
     }
 }

@@ -132,10 +132,7 @@ final class BatchBody {
 
         init(_ headers: HTTPFields, limits: ServerSettings.Limits) throws(JSONRefusal) {
             if let contentType = headers[.contentType] {
-                let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
-                    $0.trimmingCharacters(in: .whitespaces).lowercased()
-                } ?? ""
-                guard mediaType == "application/json" else {
+                guard Self.isJSON(contentType) else {
                     throw JSONRefusal(status: .unsupportedMediaType, error: "unsupported content type",
                                       detail: "Content-Type must be application/json, got \(contentType.prefix(100))", field: "Content-Type")
                 }
@@ -151,6 +148,31 @@ final class BatchBody {
             }
             self.coding = coding
             self.limits = limits
+        }
+
+        /// Whether a `Content-Type` names `application/json` (parameters after `;` allowed, case and
+        /// surrounding blanks ignored). An ASCII value is read as bytes: Foundation's trimming bridges
+        /// to `NSString`, about 3 µs a batch on the batch path; any other value takes that reading, whose
+        /// results the bytes' one repeats (`.whitespaces` is space and tab in ASCII).
+        static func isJSON(_ contentType: String) -> Bool {
+            let all = contentType.utf8
+            if let first = all.first, first != UInt8(ascii: ";"), all.allSatisfy({ $0 < 0x80 }) {
+                let utf8 = all[..<(all.firstIndex(of: UInt8(ascii: ";")) ?? all.endIndex)]
+                let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+                guard let start = utf8.firstIndex(where: { !blank($0) }), let last = utf8.lastIndex(where: { !blank($0) }) else {
+                    return false
+                }
+                let json = "application/json".utf8
+                let trimmed = utf8[start...last]
+                return trimmed.count == json.count
+                    && zip(trimmed, json).allSatisfy { byte, expected in
+                        (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == expected
+                    }
+            }
+            let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            } ?? ""
+            return mediaType == "application/json"
         }
 
         /// The 413 for a body past `max_compressed_bytes` on the wire.

@@ -102,4 +102,61 @@ struct IntakeOracleTests {
         let accepted = (try? BatchIntake.validate(json: Array(document.utf8), now: Self.now, rules: Self.rules))?.samples.count ?? 0
         #expect(accepted > 1_000)
     }
+
+    /// The scanner's fast number reader (eight bytes at a time) at its edges: every
+    /// run length around its words, fractions, signs, zeros, exponents right after
+    /// the digits, literals it must leave to the general reader, and literals at
+    /// the very end of the body (too near the end for a whole word).
+    @Test func fastNumbersAgree() {
+        var literals = ["0", "-0", "0.0", "-0.0", "0.25", "1", "-1", "01", "-01", "00", "1.", "-", "-.5", ".5", "1e5", "1E+2",
+                        "1.5e-3", "0e0", "9007199254740993", "9007199254740992.5", "18446744073709551615", "1234567.1234567",
+                        "12345678.1234567", "123456789012345.1234", "0.0000001", "0.00000001", "1.0000000", "336.0-1", "1.2.3"]
+        for digits in 1...20 {
+            let run = String("12345678901234567890".prefix(digits))
+            literals += [run, "-" + run, run + ".5", "0." + run, run + "." + run, run + "e1", run + ".0e-2"]
+        }
+        for literal in literals {
+            for (height, duration) in [(literal, "0.25"), ("336", literal)] {
+                let sample = #"{"t":1763719198,"event":"show","language":"en-US","orientation":"portrait","height":\#(height),"duration":\#(duration),"curve":7}"#
+                let document = Self.batch(samples: sample + "," + sample)
+                #expect(IntakeOracle.difference(json: Array(document.utf8), now: Self.now, rules: Self.rules) == nil, "\(literal)")
+                // The literal as the body's last bytes, and a few bytes before the end.
+                for tail in ["", "}", "}]}", "}]}   "] {
+                    let cut = #"{"batch_id":"\#(Self.uuid)","device":\#(Self.device),"samples":[{"t":1763719198,"height":\#(literal)"# + tail
+                    #expect(IntakeOracle.difference(json: Array(cut.utf8), now: Self.now, rules: Self.rules) == nil, "\(literal)\(tail)")
+                }
+            }
+        }
+    }
+
+    /// The string shortcuts: events and orientations matched by their quoted
+    /// bytes, languages and keyboard types by the bytes of the last such token:
+    /// escapes that spell the same text, near misses, other types, changes from
+    /// sample to sample, duplicates and unknown members, keys out of order.
+    @Test func fastStringsAgree() {
+        let values = [#""show""#, #""hide""#, #""change""#, #""sh\u006fw""#, #""showx""#, #""show ""#, #""Show""#, #""portrait""#,
+                      #""landscape""#, #""landscap""#, #""portrait\u0000""#, #""en-US""#, #""en\u002dUS""#, #""en-US\n""#, #""ja-JP""#,
+                      #""default""#, #""numberPad""#, #""numberpad""#, #""de\"fault""#, #""\u00e9""#, "7", "null", "true", "[]", "{}"]
+        for value in values {
+            for field in ["event", "orientation", "language", "keyboard_type"] {
+                var samples: [String] = []
+                for (i, other) in [#""en-US""#, value, value, #""ja-JP""#, value].enumerated() {
+                    let keyboard = field == "keyboard_type" ? value : (i % 2 == 0 ? #""default""# : #""numberPad""#)
+                    var members = [#""t":1763719198"#, #""event":"show""#, #""language":\#(other)"#, #""orientation":"portrait""#,
+                                   #""keyboard_type":\#(keyboard)"#, #""height":336"#, #""duration":0.25"#, #""curve":7"#]
+                    let index = ["event": 1, "orientation": 3, "language": 2, "keyboard_type": 4][field]!
+                    if field != "language" { members[index] = #""\#(field)":\#(value)"# }
+                    if i == 2 { members.swapAt(0, 5) }
+                    if i == 3 { members.append(#""x\#(field)":\#(value)"#) }
+                    if i == 4 { members.append(#""\#(field)":\#(value)"#) }  // a duplicate: the document is refused
+                    samples.append("{" + members.joined(separator: ",") + "}")
+                }
+                for count in [2, 4, 5] {
+                    let document = Self.batch(samples: samples.prefix(count).joined(separator: ","))
+                    #expect(IntakeOracle.difference(json: Array(document.utf8), now: Self.now, rules: Self.rules) == nil,
+                            "\(field) \(value) \(count)")
+                }
+            }
+        }
+    }
 }

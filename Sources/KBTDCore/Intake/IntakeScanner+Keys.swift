@@ -72,27 +72,6 @@ extension IntakeScanner {
         throw error("expected ',' or '}'")
     }
 
-    /// Each sample field's name in quotes, as it appears in a document when written plainly.
-    @inline(__always)
-    static func quotedSampleKey(_ field: Int) -> StaticString {
-        switch field {
-        case 0: "\"t\""
-        case 1: "\"event\""
-        case 2: "\"language\""
-        case 3: "\"orientation\""
-        case 4: "\"keyboard_type\""
-        case 5: "\"floating\""
-        case 6: "\"hardware_keyboard\""
-        case 7: "\"preloaded\""
-        case 8: "\"height\""
-        case 9: "\"accessory_height\""
-        case 10: "\"safe_area_bottom\""
-        case 11: "\"duration\""
-        case 12: "\"curve\""
-        default: "\"cold_start_ms\""
-        }
-    }
-
     /// The sample field a key names by its bytes (-1: not a plain-ASCII field name).
     @inline(__always)
     static func sampleField(_ key: UnsafeBufferPointer<UInt8>) -> Int {

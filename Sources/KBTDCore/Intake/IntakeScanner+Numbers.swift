@@ -99,3 +99,95 @@ extension IntakeScanner {
         return try result.get()
     }
 }
+
+/// The common number literal read eight bytes at a time (SWAR): `[-]digits[.digits]`
+/// with at most 19 digits in all, no exponent, whole words readable. Anything
+/// else (an exponent, more digits, a syntax error, a value the fast conversion
+/// cannot decide, the end of the buffer near) is `parseNumber`'s from the start
+/// of the literal, so the value, the error and its offset are always its.
+extension IntakeScanner {
+    @inline(__always)
+    mutating func parseNumberFast() throws(ParseError) -> Double {
+        let base = bytes.baseAddress!
+        let end = bytes.count
+        var i = index
+        let negative = base[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
+        guard i + 16 <= end else { return try parseNumber() }
+        var x = Self.digitWord(base, i)
+        var run = Self.digitRun(x)
+        // No digit, or a leading zero followed by digits: parseNumber's errors.
+        guard run > 0, run == 1 || base[i] != UInt8(ascii: "0") else { return try parseNumber() }
+        var mantissa: UInt64
+        var digits: Int
+        if run < 8 {
+            mantissa = Self.digitValue(x, run)
+            digits = run
+            i += run
+        } else {
+            mantissa = Self.digitValue(x, 8)
+            i += 8
+            x = Self.digitWord(base, i)
+            run = Self.digitRun(x)
+            guard run < 8 else { return try parseNumber() }
+            mantissa = mantissa &* Self.powerOfTen(run) &+ Self.digitValue(x, run)
+            digits = 8 + run
+            i += run
+        }
+        var scale = 0
+        if base[i] == UInt8(ascii: ".") {
+            i += 1
+            guard i + 8 <= end else { return try parseNumber() }
+            x = Self.digitWord(base, i)
+            run = Self.digitRun(x)
+            guard run > 0, run < 8, digits + run <= 19 else { return try parseNumber() }
+            mantissa = mantissa &* Self.powerOfTen(run) &+ Self.digitValue(x, run)
+            scale = -run
+            i += run
+        }
+        // An exponent, or the end too near to tell: the general reader.
+        guard i < end, base[i] | 0x20 != UInt8(ascii: "e"),
+              let value = DecimalConversion.double(mantissa: mantissa, exponent: scale, negative: negative) else {
+            return try parseNumber()
+        }
+        index = i
+        return value
+    }
+
+    /// The eight bytes at `i`, each digit turned into its value 0-9 (other bytes into 10 or more).
+    @inline(__always)
+    static func digitWord(_ base: UnsafePointer<UInt8>, _ i: Int) -> UInt64 {
+        UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)) ^ 0x3030_3030_3030_3030
+    }
+
+    /// How many of `word`'s bytes (from the first in memory) are digits before the first that is not (0-8).
+    @inline(__always)
+    static func digitRun(_ word: UInt64) -> Int {
+        // A byte of 10 or more gets its high bit set; a carry out of it only
+        // marks bytes after it, and only the first mark counts.
+        let marks = ((word &+ 0x7676_7676_7676_7676) | word) & 0x8080_8080_8080_8080
+        return marks.trailingZeroBitCount >> 3
+    }
+
+    /// The value of the first `count` (1-8) digits of `word` (as `digitWord` gives them).
+    @inline(__always)
+    static func digitValue(_ word: UInt64, _ count: Int) -> UInt64 {
+        // The digits moved to the high bytes (the low ones zero: leading zeros), then
+        // combined pairwise: 8 digits in three multiplications.
+        let mask: UInt64 = 0x0000_00FF_0000_00FF
+        let hundreds: UInt64 = 100 + (1_000_000 << 32), units: UInt64 = 1 + (10_000 << 32)
+        var value = word << UInt64((8 - count) * 8)
+        value = (value &* 10) &+ (value >> 8)
+        let high = (value & mask) &* hundreds
+        let low = ((value >> 16) & mask) &* units
+        return ((high &+ low) >> 32) & 0xFFFF_FFFF
+    }
+
+    @inline(__always)
+    static func powerOfTen(_ count: Int) -> UInt64 {
+        // 10^0 ... 10^7
+        let table: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
+        return withUnsafeBytes(of: table) { $0.load(fromByteOffset: count * 8, as: UInt64.self) }
+    }
+}

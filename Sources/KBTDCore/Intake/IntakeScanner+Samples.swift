@@ -17,6 +17,72 @@ extension IntakeScanner {
         }
     }
 
+    /// A field's value (the key and colon read): numbers and strings read as
+    /// the field wants them, anything else through `parseValue` and `record`.
+    @inline(__always)
+    mutating func scanFieldValue(_ field: Int, in fields: inout SampleFields, depth: Int) throws(ParseError) {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        let byte = bytes[index]
+        if byte &- UInt8(ascii: "0") < 10 || byte == UInt8(ascii: "-") {
+            fields.set(field, .number, bits: try parseNumberFast().bitPattern)
+        } else if byte == UInt8(ascii: "\"") {
+            fields.set(field, .string, bits: UInt64(bitPattern: Int64(try stringCode(field))))
+        } else {
+            record(try parseValue(depth: depth), field: field, in: &fields)
+        }
+    }
+
+    /// A string member's code (as `record` gives it): events and orientations
+    /// matched by their quoted bytes first, languages and keyboard types by
+    /// the bytes of the last such value (`RawHint`), anything else read and coded.
+    @inline(__always)
+    mutating func stringCode(_ field: Int) throws(ParseError) -> Int {
+        switch field {
+        case SampleFields.event:
+            if matchQuoted("\"show\"") { return 0 }
+            if matchQuoted("\"hide\"") { return 1 }
+            return Self.eventCode(try parseString())
+        case SampleFields.orientation:
+            if matchQuoted("\"portrait\"") { return 0 }
+            if matchQuoted("\"landscape\"") { return 1 }
+            return Self.orientationCode(try parseString())
+        case SampleFields.language:
+            if let code = hinted(languageHint) { return code }
+            let start = index
+            let code = intern(try parseString())
+            languageHint = RawHint(start: start, count: index - start, code: code)
+            return code
+        case SampleFields.keyboardType:
+            if let code = hinted(keyboardTypeHint) { return code }
+            let start = index
+            let code = intern(try parseString())
+            keyboardTypeHint = RawHint(start: start, count: index - start, code: code)
+            return code
+        default:
+            _ = try parseString()
+            return 0
+        }
+    }
+
+    /// Steps over `literal` (a quoted string) when the bytes here are exactly it.
+    @inline(__always)
+    mutating func matchQuoted(_ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= bytes.count, memoryEqual(literal.utf8Start, bytes.baseAddress! + index, count) else { return false }
+        index += count
+        return true
+    }
+
+    /// The code of the string token here when its bytes are exactly those of
+    /// `hint`'s (the same bytes read the same way), stepping over it.
+    @inline(__always)
+    mutating func hinted(_ hint: RawHint) -> Int? {
+        guard hint.code >= 0, index + hint.count <= bytes.count,
+              memoryEqual(bytes.baseAddress! + hint.start, bytes.baseAddress! + index, hint.count) else { return nil }
+        index += hint.count
+        return hint.code
+    }
+
     /// 0 show, 1 hide, 2 change, -1 another string (by bytes; as `String` equality would).
     @inline(__always)
     static func eventCode(_ text: UnsafeBufferPointer<UInt8>) -> Int {

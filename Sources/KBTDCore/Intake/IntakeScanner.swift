@@ -4,6 +4,13 @@
 /// here, `+Samples` (one sample's checks), `+Keys` (member names), `+Grammar`
 /// (values skipped), `+Strings` (SWAR string scanning), `+Numbers`.
 struct IntakeScanner {
+    /// A string token already read (its bytes at `start`, quotes included) and what it was coded as.
+    struct RawHint {
+        var start = 0
+        var count = 0
+        var code = -1
+    }
+
     typealias ParseError = JSONSyntaxError
 
     let bytes: UnsafeBufferPointer<UInt8>
@@ -35,9 +42,14 @@ struct IntakeScanner {
     var keyboardTypeValid: [Bool] = []
     /// The interned "default" (what a sample without `keyboard_type` has), once needed.
     var defaultKeyboardType = -1
-    /// The field of the key at each of a sample's first 16 positions in the
-    /// last sample that had a key there, 4 bits each (15: another key), for `scanSample`'s guess.
-    var keyOrder = UInt64.max
+    /// The key token (`"name":`) at each of a sample's first 16 positions in the
+    /// last sample that had a field's key there, for `scanSample`'s guess: its
+    /// offset in `bytes` (32 bits), its length (8 bits) and its field (above); 0: none.
+    var keyHints: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                   UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    /// Where the last language and keyboard type string tokens lay in `bytes` and their interned index.
+    var languageHint = RawHint()
+    var keyboardTypeHint = RawHint()
 
     init(bytes: UnsafeBufferPointer<UInt8>, rules: FieldRules, now: Double, counting: Bool = false) {
         self.bytes = bytes
@@ -213,52 +225,80 @@ struct IntakeScanner {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
             var field = -1
-            var name: String?
             // Clients write every sample's members in the same order: when the
-            // bytes here are exactly `"name"` of the field the previous sample
-            // had at this position, the key is that field (what parseString and
-            // sampleField would have found) without scanning it.
-            if position < 16, case let predicted = Int(truncatingIfNeeded: keyOrder >> UInt64(position * 4)) & 15, predicted < 15,
-               case let quoted = Self.quotedSampleKey(predicted), index + quoted.utf8CodeUnitCount <= bytes.count,
-               memoryEqual(quoted.utf8Start, bytes.baseAddress! + index, quoted.utf8CodeUnitCount) {
-                field = predicted
-                index += quoted.utf8CodeUnitCount
-            } else {
-                let key = try parseString()
-                // Field names by bytes; any other key as a `String` (as the parser's dictionary compares keys).
-                field = Self.sampleField(key)
-                if field < 0 {
-                    let text = String(decoding: key, as: UTF8.self)
-                    field = SampleFields.names.firstIndex(where: { $0 == text }) ?? -1
-                    name = text
-                }
-                if position < 16 {
-                    let shift = UInt64(position * 4)
-                    keyOrder = keyOrder & ~(15 << shift) | UInt64(field < 0 ? 15 : field) << shift
-                }
-            }
-            position += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
-                index += 1
+            // bytes here are exactly the `"name":` the previous sample had at
+            // this position, the key is that one's field (the same bytes read
+            // the same way) and the colon is read too.
+            if position < 16, case let hint = keyHint(position), hint != 0,
+               case let length = Int(truncatingIfNeeded: hint >> 32) & 0xFF, index + length <= bytes.count,
+               memoryEqual(bytes.baseAddress! + Int(truncatingIfNeeded: hint & 0xFFFF_FFFF), bytes.baseAddress! + index, length) {
+                field = Int(truncatingIfNeeded: hint >> 40)
+                index += length
+                position += 1
                 skipWhitespace()
             } else {
-                try expectColon()
+                let keyStart = index
+                let key = try parseString()
+                field = Self.sampleField(key)
+                if field < 0 {
+                    // Any other key as a `String` (as the parser's dictionary compares keys).
+                    if position < 16 { setKeyHint(position, 0) }
+                    position += 1
+                    try scanOtherMember(String(decoding: key, as: UTF8.self), in: &fields, seen: &seen, others: &others, depth: depth)
+                    guard try endOfMember() else { return fields }
+                    continue
+                }
+                if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
+                    index += 1
+                    if position < 16 {
+                        let length = index - keyStart
+                        setKeyHint(position, keyStart < 1 << 32 && length < 256
+                                   ? UInt64(field) << 40 | UInt64(length) << 32 | UInt64(keyStart) : 0)
+                    }
+                    skipWhitespace()
+                } else {
+                    if position < 16 { setKeyHint(position, 0) }
+                    try expectColon()
+                }
+                position += 1
             }
-            let value = try parseValue(depth: depth)
-            if field >= 0 {
-                record(value, field: field, in: &fields)
-                let bit = UInt16(1) << UInt16(field)
-                guard seen & bit == 0 else { throw duplicate(name ?? SampleFields.names[field]) }
-                seen |= bit
-            } else if let name {
-                guard others?.insert(name).inserted ?? true else { throw duplicate(name) }
-                if others == nil { others = [name] }
-            }
+            try scanFieldValue(field, in: &fields, depth: depth)
+            let bit = UInt16(1) &<< UInt16(truncatingIfNeeded: field)  // field: 0-13
+            guard seen & bit == 0 else { throw duplicate(SampleFields.names[field]) }
+            seen |= bit
             if index < bytes.count, bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else {
                 guard try endOfMember() else { return fields }
             }
+        }
+    }
+
+    /// (Mutating: read in place, not from a copy of the 16 words.)
+    @inline(__always)
+    mutating func keyHint(_ position: Int) -> UInt64 {
+        withUnsafeMutableBytes(of: &keyHints) { $0.load(fromByteOffset: position &* 8, as: UInt64.self) }
+    }
+
+    @inline(__always)
+    mutating func setKeyHint(_ position: Int, _ hint: UInt64) {
+        withUnsafeMutableBytes(of: &keyHints) { $0.storeBytes(of: hint, toByteOffset: position &* 8, as: UInt64.self) }
+    }
+
+    /// A sample member whose key is not a field name in plain bytes: its colon and value,
+    /// recorded when the key still equals a field name as a `String`, and its duplicate check.
+    mutating func scanOtherMember(_ name: String, in fields: inout SampleFields, seen: inout UInt16,
+                                  others: inout Set<String>?, depth: Int) throws(ParseError) {
+        try expectColon()
+        let value = try parseValue(depth: depth)
+        if let field = SampleFields.names.firstIndex(where: { $0 == name }) {
+            record(value, field: field, in: &fields)
+            let bit = UInt16(1) << UInt16(field)
+            guard seen & bit == 0 else { throw duplicate(name) }
+            seen |= bit
+        } else {
+            guard others?.insert(name).inserted ?? true else { throw duplicate(name) }
+            if others == nil { others = [name] }
         }
     }
 }

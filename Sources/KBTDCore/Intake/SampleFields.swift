@@ -18,18 +18,20 @@ struct SampleFields {
 
     @inline(__always)
     func kind(_ field: Int) -> ScannedKind {
-        ScannedKind(rawValue: UInt8(truncatingIfNeeded: kinds >> UInt64(field * 4)) & 15) ?? .absent
+        // Only `set` writes these bits, always a ScannedKind's raw value (0-6).
+        unsafeBitCast(UInt8(truncatingIfNeeded: kinds &>> UInt64(field &* 4)) & 15, to: ScannedKind.self)
     }
 
     @inline(__always)
     func bits(_ field: Int) -> UInt64 {
-        withUnsafeBytes(of: values) { $0.load(fromByteOffset: field * 8, as: UInt64.self) }
+        withUnsafeBytes(of: values) { $0.load(fromByteOffset: field &* 8, as: UInt64.self) }
     }
 
     @inline(__always)
     mutating func set(_ field: Int, _ kind: ScannedKind, bits: UInt64) {
-        let shift = UInt64(field * 4)
-        kinds = kinds & ~(15 << shift) | UInt64(kind.rawValue) << shift
-        withUnsafeMutableBytes(of: &values) { $0.storeBytes(of: bits, toByteOffset: field * 8, as: UInt64.self) }
+        // `field` is 0-13 (an index into `names`).
+        let shift = UInt64(truncatingIfNeeded: field &* 4)
+        kinds = kinds & ~(15 &<< shift) | UInt64(kind.rawValue) &<< shift
+        withUnsafeMutableBytes(of: &values) { $0.storeBytes(of: bits, toByteOffset: field &* 8, as: UInt64.self) }
     }
 }

@@ -31,13 +31,18 @@ struct BatchPathTests {
         var description: String { name }
     }
 
-    /// A connection's request handlers on an in-memory channel whose peer is `client`.
-    static func connection(_ app: KBTDApp, _ fast: FastAnswerProtocol = .http1) async throws -> NIOAsyncTestingChannel {
+    /// A connection's request handlers on an in-memory channel whose peer is `client`; with a `log`,
+    /// what the handlers ask of the channel (`PipelineLog.Outbound`) is logged, and with `passedOn`
+    /// also what they pass on to the router's side (`PipelineLog.Inbound`).
+    static func connection(_ app: KBTDApp, _ fast: FastAnswerProtocol = .http1, log: PipelineLog? = nil,
+                           passedOn: Bool = false) async throws -> NIOAsyncTestingChannel {
         let channel = NIOAsyncTestingChannel()
         try await channel.eventLoop.submit {
             let batches = BatchPath(app: app, clients: ClientAddressResolver(app.settings.current))
-            try channel.pipeline.syncOperations.addHandlers(app.requestHandlers(fast, limits: app.settings.current.limits,
-                                                                                 batches: batches))
+            let pipeline = channel.pipeline.syncOperations
+            if let log { try pipeline.addHandler(PipelineLog.Outbound(log)) }
+            try pipeline.addHandlers(app.requestHandlers(fast, limits: app.settings.current.limits, batches: batches))
+            if let log, passedOn { try pipeline.addHandler(PipelineLog.Inbound(log)) }
         }.get()
         try await channel.connect(to: SocketAddress.makeAddressResolvingHost(client, port: 40_000)).get()
         return channel
@@ -242,15 +247,7 @@ struct BatchPathTests {
     @Test func readsGoOnWhileABatchCommitsUntilSomethingWaits() async throws {
         let app = try InProcessApp()
         let log = PipelineLog()
-        let channel = NIOAsyncTestingChannel()
-        try await channel.eventLoop.submit {
-            let batches = BatchPath(app: app.app, clients: ClientAddressResolver(app.app.settings.current))
-            let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(PipelineLog.Outbound(log))
-            try pipeline.addHandlers(app.app.requestHandlers(.http1, limits: app.app.settings.current.limits, batches: batches))
-            try pipeline.addHandler(PipelineLog.Inbound(log))
-        }.get()
-        try await channel.connect(to: SocketAddress.makeAddressResolvingHost(Self.client, port: 40_000)).get()
+        let channel = try await Self.connection(app.app, log: log, passedOn: true)
         let body = gzip(batchBody(samples: shows(3, height: 336)))
         let headers: HTTPFields = [.contentType: "application/json", .contentEncoding: "gzip", .contentLength: String(body.count)]
         let batch = HTTPRequest(method: .post, scheme: "http", authority: "kbtd.test", path: "/v1/batches", headerFields: headers)
@@ -280,14 +277,7 @@ struct BatchPathTests {
     @Test func aPipelinedBatchStillArrivingGetsItsRead() async throws {
         let app = try InProcessApp()
         let log = PipelineLog()
-        let channel = NIOAsyncTestingChannel()
-        try await channel.eventLoop.submit {
-            let batches = BatchPath(app: app.app, clients: ClientAddressResolver(app.app.settings.current))
-            let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(PipelineLog.Outbound(log))
-            try pipeline.addHandlers(app.app.requestHandlers(.http1, limits: app.app.settings.current.limits, batches: batches))
-        }.get()
-        try await channel.connect(to: SocketAddress.makeAddressResolvingHost(Self.client, port: 40_000)).get()
+        let channel = try await Self.connection(app.app, log: log)
         func batch(_ body: [UInt8]) -> HTTPRequest {
             HTTPRequest(method: .post, scheme: "http", authority: "kbtd.test", path: "/v1/batches",
                         headerFields: [.contentType: "application/json", .contentLength: String(body.count)])

@@ -33,7 +33,8 @@ import Synchronization
 /// deadline would close it.
 ///
 /// Every frame of a stream taken here stays here until swift-nio-http2 reports the stream closed:
-/// the multiplexer has no channel for it, and would call a later frame an error.
+/// the multiplexer has no channel for it, and would call a later frame an error. So do the
+/// stream's events (its window updates and its close).
 final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame

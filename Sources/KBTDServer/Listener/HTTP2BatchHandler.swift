@@ -2,6 +2,7 @@ import HTTPTypes
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
+import Synchronization
 
 /// The batch path on an HTTP/2 connection, at the level of frames (`HTTP2Connection`, after
 /// `HTTP2FastAnswerHandler`, before the stream multiplexer): a stream whose HEADERS frame opens a
@@ -12,7 +13,9 @@ import NIOHTTP2
 /// frame's bytes fed to the stream's `BatchBody` as they come, as the HTTP/1.1 path feeds its
 /// chunks); at END_STREAM the body is finished (a gzip body inflated), counted and committed in a
 /// task off the event loop (so one connection's batches use every core), and the `JSONAnswer` goes
-/// back as a HEADERS and a DATA frame (END_STREAM), with the router's fields and `Date`.
+/// back as a HEADERS and a DATA frame (END_STREAM), with the router's fields and `Date`. The answers
+/// the commits finish while the event loop is busy go back together, with one flush (`Answers`):
+/// a group commit's answers on one connection cost one TLS record and one `write`, not one each.
 ///
 /// Flow control: `NIOHTTP2Handler` in frame mode enforces the windows but opens none itself, and a
 /// stream channel opens its stream's window as it reads. A stream taken here has no channel, so this
@@ -30,7 +33,8 @@ import NIOHTTP2
 /// deadline would close it.
 ///
 /// Every frame of a stream taken here stays here until swift-nio-http2 reports the stream closed:
-/// the multiplexer has no channel for it, and would call a later frame an error.
+/// the multiplexer has no channel for it, and would call a later frame an error. So do the
+/// stream's events (its window updates and its close).
 final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
@@ -71,6 +75,8 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The connection's window has been raised to `connectionWindow`.
     private var windowRaised = false
     private var sweep: Scheduled<Void>?
+    /// The answers the commits' tasks have finished and the event loop has not sent yet.
+    let answers = Answers()
 
     init(_ path: BatchPath, bodyTimeout: TimeAmount) {
         self.path = path
@@ -110,14 +116,22 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let closed = event as? StreamClosedEvent, !streams.isEmpty {
-            streams.removeValue(forKey: closed.streamID)
-        } else if let window = event as? NIOHTTP2WindowUpdatedEvent, window.streamID == .rootStream {
-            // The connection's window is this handler's to keep (the multiplexer would aim at 65,535).
-            if windowRaised, let open = window.inboundWindowSize, open <= Self.connectionWindow / 2 {
-                updateWindow(of: .rootStream, by: Self.connectionWindow - open, context: context)
+        // The events of a stream taken here stop here, as its frames do: the multiplexer has no
+        // channel for it (and casting each event again in every handler after this one is work).
+        switch event {
+        case let window as NIOHTTP2WindowUpdatedEvent:
+            if window.streamID == .rootStream {
+                // The connection's window is this handler's to keep (the multiplexer would aim at 65,535).
+                if windowRaised, let open = window.inboundWindowSize, open <= Self.connectionWindow / 2 {
+                    updateWindow(of: .rootStream, by: Self.connectionWindow - open, context: context)
+                }
+                return
             }
-            return
+            if !streams.isEmpty, streams[window.streamID] != nil { return }
+        case let closed as StreamClosedEvent:
+            if !streams.isEmpty, streams.removeValue(forKey: closed.streamID) != nil { return }
+        default:
+            break
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -232,20 +246,33 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    /// Finishes, counts and commits the body in a task; the answer comes back on the event loop.
+    /// Finishes, counts and commits the body in a task; the answer comes back on the event loop
+    /// through `answers`, with the other answers finished meanwhile (see `Answers`).
     private func commit(_ taken: Taken, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let framing = taken.framing, let fed = taken.body else { return }
-        let path = self.path, body = BatchBody.Handoff(body: fed), client = taken.client
-        let promise = context.eventLoop.makePromise(of: JSONAnswer.self)
-        promise.completeWithTask { await path.answer(body, limits: framing.limits, client: client) }
-        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-        promise.futureResult.whenSuccess { answer in
-            let (handler, context) = bound.value
-            // A stream the client reset meanwhile is gone: its answer has nowhere to go.
-            guard handler.streams[stream]?.phase == .committing else { return }
-            handler.send(answer, on: stream, context: context)
-            handler.flushIfPending(context)
+        let path = self.path, body = BatchBody.Handoff(body: fed), client = taken.client, answers = self.answers
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: eventLoop)
+        Task {
+            let answered = await path.answer(body, limits: framing.limits, client: client)
+            guard answers.post(answered, on: stream) else { return }
+            eventLoop.execute {
+                let (handler, context) = bound.value
+                handler.deliver(handler.answers.take(), context: context)
+            }
         }
+    }
+
+    /// Sends the answers the commits finished since the last delivery, then flushes once: the
+    /// answers of one group commit leave in one write (one TLS record up to 16 KiB) rather than
+    /// one each.
+    private func deliver(_ finished: [(stream: HTTP2StreamID, answer: JSONAnswer)], context: ChannelHandlerContext) {
+        for (stream, answer) in finished {
+            // A stream the client reset meanwhile is gone: its answer has nowhere to go.
+            guard streams[stream]?.phase == .committing else { continue }
+            send(answer, on: stream, context: context)
+        }
+        flushIfPending(context)
     }
 
     private func send(_ answer: JSONAnswer, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
@@ -288,6 +315,43 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
             if reset { context.flush() }
             if !handler.streams.isEmpty { handler.scheduleSweep(context: context) }
+        }
+    }
+}
+
+extension HTTP2BatchHandler {
+    /// The answers finished off the event loop for one connection, waiting to be sent from it.
+    /// A group commit resumes its batches' tasks together; each task posts its answer here, and
+    /// only the first since the last delivery asks the event loop to deliver (one task on the
+    /// loop, one flush), so the answers of a commit that reach it in a burst are sent together:
+    /// one TLS record and one `write` for all of them, where each answer's own promise cost its
+    /// own hop to the loop, flush, record and `write`. Any thread may post (whichever resumes the
+    /// commit's continuation).
+    final class Answers: Sendable {
+        private let state = Mutex<(finished: [(stream: HTTP2StreamID, answer: JSONAnswer)], delivering: Bool)>(([], false))
+
+        /// Adds a finished answer; true when the caller must ask the event loop to deliver (no
+        /// delivery was pending), false when a delivery already asked for will send it.
+        func post(_ answer: JSONAnswer, on stream: HTTP2StreamID) -> Bool {
+            state.withLock { state in
+                state.finished.append((stream, answer))
+                if state.delivering { return false }
+                state.delivering = true
+                return true
+            }
+        }
+
+        /// The answers posted and not taken yet.
+        var count: Int { state.withLock { $0.finished.count } }
+
+        /// The answers posted so far (on the event loop, delivering them): a later post asks again.
+        func take() -> [(stream: HTTP2StreamID, answer: JSONAnswer)] {
+            state.withLock { state in
+                state.delivering = false
+                let finished = state.finished
+                state.finished = []
+                return finished
+            }
         }
     }
 }

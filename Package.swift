@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
         // TLS (BoringSSL, through swift-nio-ssl) and HTTP/2 for listeners with tls_certificate/tls_key.
+        // Exact: TLSTuning reads NIOSSLContext's private SSL_CTX (TLSTuningTests fails if a version moves it).
         .package(url: "https://github.com/apple/swift-nio-ssl.git", exact: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", exact: "1.46.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),

@@ -43,11 +43,19 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
 /// fsync: group commit. The store is awaited: SQLite's commit runs on that
 /// thread, PostgreSQL's suspends the task until postgres-nio answers.
 ///
+/// A store with deferred durability (SQLite in the daemon: `DeferredDurability`)
+/// returns from `commit` once the transaction is written; the writer hands the
+/// commit to a second thread of its own ("kbtd-sync"), which makes the log
+/// durable (one `fdatasync` for every commit written by then) and only then
+/// completes the commit's requests, while the writer runs the next transaction.
+/// At most `maxCommitsAwaitingSync` commits wait for it; the writer waits past that.
+///
 /// The queue is bounded in batches: past `capacity` a submit fails at once
 /// with `.queueFull` (a 503), so memory never grows with load.
 public final class GroupCommitWriter: Sendable {
-    /// Called on the writer thread after each commit, before any request of
-    /// that commit completes, with the counts the commit added.
+    /// Called after each commit is durable, before any request of that commit
+    /// completes, with the counts the commit added, in commit order: on the
+    /// writer thread, or on its sync thread for a store with deferred durability.
     public typealias CommitObserver = @Sendable (_ added: AggregateDelta, _ batches: Int, _ seconds: Double) -> Void
 
     private struct Job {
@@ -97,9 +105,35 @@ public final class GroupCommitWriter: Sendable {
         }
     }
 
+    /// A commit written and waiting for the sync thread to make it durable.
+    private struct Written {
+        var jobs: [Job]
+        var result: CommitResult
+        var start: ContinuousClock.Instant
+        var durability: WALDurability
+    }
+
+    private struct Syncing {
+        var written: [Written] = []
+        /// When the sync thread took what it is syncing now (nil: idle).
+        var since: ContinuousClock.Instant?
+        var stopping = false
+        /// Why a sync failed: every commit handed over since fails too, until the writer,
+        /// having waited for the sync thread, drops the store and clears it.
+        var failure: String?
+    }
+
+    /// Most commits written and waiting for the sync thread (past it, the writer waits).
+    static let maxCommitsAwaitingSync = 2
+
     public let maxBatchesPerCommit: Int
     private let state: Mutex<State>
     private let wakeup = DispatchSemaphore(value: 0)
+    private let syncing = Mutex(Syncing())
+    /// Signalled per commit handed to the sync thread, and at its stop.
+    private let syncWakeup = DispatchSemaphore(value: 0)
+    /// Signalled each time the sync thread finishes a round (the writer waits on it).
+    private let syncProgress = DispatchSemaphore(value: 0)
     private let logger: Logger
 
     /// Starts the writer thread, which opens the store with `openStore` and
@@ -121,6 +155,11 @@ public final class GroupCommitWriter: Sendable {
         self.maxBatchesPerCommit = maxBatchesPerCommit
         self.logger = logger
         let thread = StoreThreads(name: "kbtd-writer")
+        let syncThread = StoreThreads(name: "kbtd-sync")
+        Task(executorPreference: syncThread) { [self] in
+            self.completeDurableCommits(onEvict: upkeep.onEvict, onCommit: onCommit)
+            syncThread.stop()
+        }
         Task(executorPreference: thread) { [self] in
             await self.run(openStore: openStore, upkeep: upkeep, onCommit: onCommit)
             thread.stop()
@@ -159,7 +198,14 @@ public final class GroupCommitWriter: Sendable {
     /// Time since the writer thread last went round its loop. It goes round at
     /// least twice a second when idle, so a large value means a commit (an
     /// fsync, a lock) is stuck: the systemd watchdog stops on it.
-    public var heartbeatAge: Duration { ContinuousClock.now - state.withLock { $0.heartbeat } }
+    /// The sync thread's fsync counts too: a commit waiting on a stuck one shows here even
+    /// while the writer, not yet held back by it, goes round.
+    public var heartbeatAge: Duration {
+        let now = ContinuousClock.now
+        let writer = now - state.withLock { $0.heartbeat }
+        guard let since = syncing.withLock({ $0.since }) else { return writer }
+        return max(writer, now - since)
+    }
 
     /// Bytes in the write-ahead log, as of the last commit.
     public var walBytes: Int64 { state.withLock { $0.walBytes } }
@@ -198,10 +244,18 @@ public final class GroupCommitWriter: Sendable {
                     state.withLock { $0.lastError = reason }
                 }
             }
+            // A sync that failed while the writer was idle: the store is opened again.
+            if store != nil, syncing.withLock({ $0.failure != nil }) {
+                awaitSyncThread()
+                if takeSyncFailure() { store = nil }
+                continue
+            }
             // Forget expired batch ids at start and hourly after, busy or idle.
             let now = Date().timeIntervalSince1970
             if let store, now - lastPrune > 3600 {
                 lastPrune = now
+                // The pruning removes keys from the index: after every counts commit already applied.
+                awaitSyncThread()
                 await prune(store, before: Int64(now - upkeep.retention))
                 if upkeep.unconfirmedKeyRetention > 0 {
                     await pruneKeys(store, before: Int64(now - upkeep.unconfirmedKeyRetention), onForget: upkeep.onForget)
@@ -222,7 +276,10 @@ public final class GroupCommitWriter: Sendable {
                 return (jobs, state.stopping)
             }
             if jobs.isEmpty {
-                if stopping { break }
+                if stopping {
+                    awaitSyncThread()
+                    break
+                }
                 // Idle: a WAL a long reader kept from shrinking is truncated once it lets go.
                 if let wal = store as? any WALCheckpointing, now - lastIdleCheckpoint >= 5 {
                     lastIdleCheckpoint = now
@@ -245,6 +302,8 @@ public final class GroupCommitWriter: Sendable {
                 for job in jobs { job.continuation.resume(throwing: WriteError.unavailable(reason)) }
             }
         }
+        syncing.withLock { $0.stopping = true }
+        syncWakeup.signal()
         let waiters = state.withLock { state in
             state.stopped = true
             defer { state.shutdownWaiters = [] }
@@ -260,26 +319,23 @@ public final class GroupCommitWriter: Sendable {
         _ = wakeup.wait(timeout: .now() + .milliseconds(500))
     }
 
-    /// Commits `jobs` and completes their requests; false when the commit failed.
+    /// Commits `jobs` and completes their requests, or, for a store with deferred durability,
+    /// hands the written commit to the sync thread, which completes them; false when the commit
+    /// (or an earlier commit's sync) failed and the store must be opened again.
     private func commit(_ jobs: [Job], store: any TelemetryStore, onEvict: @Sendable ([SeriesKey]) -> Void,
                         onCommit: CommitObserver) async -> Bool {
         let start = ContinuousClock.now
+        let durability = (store as? any DeferredDurability)?.durability
         do {
             let result = try await store.commit(jobs.map(\.batch))
-            let elapsed = ContinuousClock.now - start
-            let stored = result.stored.filter { $0 }.count
-            state.withLock { state in
-                state.lastError = nil
-                state.storedBatches += stored
-                state.duplicateBatches += jobs.count - stored
+            guard let durability else {
+                complete(jobs: jobs, result: result, start: start, onEvict: onEvict, onCommit: onCommit)
+                return true
             }
-            if !result.evicted.isEmpty { onEvict(result.evicted) }
-            onCommit(result.added, jobs.count, Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
-            for (job, stored) in zip(jobs, result.stored) {
-                job.continuation.resume(returning: stored ? .stored : .duplicate)
-            }
-            return true
+            return handOver(Written(jobs: jobs, result: result, start: start, durability: durability))
         } catch {
+            // The commits before it still complete (or fail) first, in order.
+            if durability != nil { awaitSyncThread(); _ = takeSyncFailure() }
             let reason = "\(error)"
             logger.error("commit of \(jobs.count) batches failed", metadata: ["error": "\(reason)"])
             state.withLock { $0.lastError = reason }
@@ -287,6 +343,99 @@ public final class GroupCommitWriter: Sendable {
                 job.continuation.resume(throwing: WriteError.unavailable(reason))
             }
             return false
+        }
+    }
+
+    /// Completes a durable commit's requests: the counters, the observers, then each request.
+    private func complete(jobs: [Job], result: CommitResult, start: ContinuousClock.Instant,
+                          onEvict: @Sendable ([SeriesKey]) -> Void, onCommit: CommitObserver) {
+        let elapsed = ContinuousClock.now - start
+        let stored = result.stored.filter { $0 }.count
+        state.withLock { state in
+            state.lastError = nil
+            state.storedBatches += stored
+            state.duplicateBatches += jobs.count - stored
+        }
+        if !result.evicted.isEmpty { onEvict(result.evicted) }
+        onCommit(result.added, jobs.count, Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
+        for (job, stored) in zip(jobs, result.stored) {
+            job.continuation.resume(returning: stored ? .stored : .duplicate)
+        }
+    }
+
+    /// Queues a written commit for the sync thread; waits while `maxCommitsAwaitingSync` wait.
+    /// False when a sync failed: the writer has then waited for the sync thread to finish
+    /// everything handed over, and the store must be opened again.
+    private func handOver(_ written: Written) -> Bool {
+        syncing.withLock { $0.written.append(written) }
+        syncWakeup.signal()
+        while syncing.withLock({ $0.written.count >= Self.maxCommitsAwaitingSync && $0.failure == nil }) {
+            _ = syncProgress.wait(timeout: .now() + .milliseconds(500))
+        }
+        guard syncing.withLock({ $0.failure != nil }) else { return true }
+        awaitSyncThread()
+        return !takeSyncFailure()
+    }
+
+    /// Waits until the sync thread has completed (or failed) every commit handed to it.
+    private func awaitSyncThread() {
+        while syncing.withLock({ !$0.written.isEmpty || $0.since != nil }) {
+            _ = syncProgress.wait(timeout: .now() + .milliseconds(500))
+        }
+    }
+
+    /// True when a sync failed since the last call (then cleared: the caller drops the store).
+    private func takeSyncFailure() -> Bool {
+        syncing.withLock { state in
+            defer { state.failure = nil }
+            return state.failure != nil
+        }
+    }
+
+    /// The sync thread's loop: takes every commit written so far, makes the log durable once
+    /// for all of them, then completes them in commit order; returns once stopped and drained.
+    private func completeDurableCommits(onEvict: @Sendable ([SeriesKey]) -> Void, onCommit: CommitObserver) {
+        while true {
+            syncWakeup.wait()
+            let (taken, stopping, failed) = syncing.withLock { state -> ([Written], Bool, String?) in
+                let taken = state.written
+                state.written = []
+                if !taken.isEmpty { state.since = .now }
+                return (taken, state.stopping, state.failure)
+            }
+            if taken.isEmpty {
+                if stopping { return }
+                continue
+            }
+            var failure = failed
+            if failure == nil {
+                // One fsync covers every commit of a log; a store opened again has a log object of its own.
+                var synced: [ObjectIdentifier] = []
+                for written in taken where !synced.contains(ObjectIdentifier(written.durability)) {
+                    do {
+                        try written.durability.syncWritten()
+                        synced.append(ObjectIdentifier(written.durability))
+                    } catch {
+                        failure = "\(error)"
+                        break
+                    }
+                }
+            }
+            for written in taken {
+                if let failure {
+                    logger.error("commit of \(written.jobs.count) batches was not made durable", metadata: ["error": "\(failure)"])
+                    state.withLock { $0.lastError = failure }
+                    for job in written.jobs { job.continuation.resume(throwing: WriteError.unavailable(failure)) }
+                } else {
+                    complete(jobs: written.jobs, result: written.result, start: written.start,
+                             onEvict: onEvict, onCommit: onCommit)
+                }
+            }
+            syncing.withLock { state in
+                state.since = nil
+                if let failure { state.failure = failure }
+            }
+            syncProgress.signal()
         }
     }
 

@@ -4,9 +4,10 @@ import Glibc
 #endif
 import KBTDCore
 
-/// `TelemetryStore` on SQLite: WAL, `synchronous=FULL`, one transaction per
-/// group commit; each counts table's rows in multi-row upserts prepared once (`MultiRowUpsert`).
-public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
+/// `TelemetryStore` on SQLite: WAL, `synchronous=FULL` (or `NORMAL` with `WALDurability`, the
+/// daemon's writer), one transaction per group commit; each counts table's rows in multi-row
+/// upserts prepared once (`MultiRowUpsert`).
+public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, DeferredDurability {
     /// Opening read-only (for `kbtd stats`) never creates or migrates.
     public enum Access: Sendable { case readWrite, readOnly }
 
@@ -33,6 +34,9 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
     package var touchesKnownNetworksFirst = true
     /// What `countWALFrames` counts into (kept alive here: SQLite holds only a pointer to it).
     private var walFrames: WALFrames?
+    /// Set when commits return before their fsync (`synchronous=NORMAL`): what makes them
+    /// durable, from the group-commit writer's sync thread. Nil: each commit syncs (`FULL`).
+    public let durability: WALDurability?
     /// The last UTC day whose commit deleted earlier days' ledger rows.
     var ledgerDay: Int64 = -1
     /// The last UTC day (clock) whose upkeep pruned `day_votes` (two scans of the table: once a day).
@@ -46,13 +50,18 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
     ///   - admission: when keys join the in-memory index.
     ///   - pageSize: the page size of a database this call creates (SQLite's 4,096 when nil; an
     ///     existing file keeps its own): for `kbtd-bench commit --page-size`.
+    ///   - deferredSync: commit with `synchronous=NORMAL` and leave the log's fsync to the
+    ///     caller through `durability` (which flushes with this function: `WALDurability.fdatasync`);
+    ///     nil: every commit is durable when it returns (`synchronous=FULL`).
     /// - Throws: `UnusableDatabase` for a file kbtd must not or cannot use
     ///   (another application's, a newer schema, garbage, a directory, a
     ///   folder that does not exist or cannot be written); `SQLiteError` otherwise.
     public init(path: String, access: Access = .readWrite, fileMode: UInt32 = 0o600, walLimitBytes: Int64 = 64 << 20,
-                admission: @escaping @Sendable () -> IndexAdmission = { IndexAdmission() }, pageSize: Int? = nil) throws {
+                admission: @escaping @Sendable () -> IndexAdmission = { IndexAdmission() }, pageSize: Int? = nil,
+                deferredSync: (@Sendable (Int32) -> Int32)? = nil) throws {
         self.path = path
         self.admission = admission
+        durability = access == .readWrite ? deferredSync.map { WALDurability(databasePath: path, flush: $0) } : nil
         if access == .readOnly {
             do {
                 db = try Self.openReadOnly(path, mode: .readOnly)
@@ -84,6 +93,9 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing {
             PRAGMA journal_size_limit = \(walLimitBytes);
             """)
         try migrate()
+        // After the migrations, which created the log and synced it with its directory: from here
+        // a commit returns once written, and the writer's sync thread makes it durable.
+        if durability != nil { try db.execute("PRAGMA synchronous = NORMAL;") }
         try statement(Self.indexedSupport).forEachRow { row in
             if let key = Self.series(row) {
                 indexed.insert(key, support: KeySupport(trusted: row.int(7) != 0, sources: Int(row.int(6)), lastSeenDay: row.int(5) / 86_400))

@@ -56,10 +56,13 @@ public enum StoreLocation: Sendable {
     }
 
     /// The SQLite file read-write, created and migrated (blocking: the writer's
-    /// thread, and `KBTDApp.init`, which loads the index from it at start-up).
+    /// thread, and `KBTDApp.init`, which loads the index from it at start-up). The writer's
+    /// commits return once written and its sync thread fsyncs the log before answering
+    /// (`WALDurability`): a 202 still follows the fsync of its commit.
     static func sqliteWriter(_ path: String, _ settings: ServerSettings,
                              admission: @escaping @Sendable () -> IndexAdmission) throws -> SQLiteTelemetryStore {
-        try SQLiteTelemetryStore(path: path, fileMode: settings.databaseMode, walLimitBytes: settings.maxWALBytes, admission: admission)
+        try SQLiteTelemetryStore(path: path, fileMode: settings.databaseMode, walLimitBytes: settings.maxWALBytes, admission: admission,
+                                 deferredSync: WALDurability.fdatasync)
     }
 
     /// A reader for `/v1/stats` and the dashboard: the SQLite file read-only

@@ -71,6 +71,9 @@ public final class GroupCommitWriter: Sendable {
         /// `shutdown()` calls waiting for the writer's task to finish.
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
         var lastError: String?
+        /// `lastError` is a commit's (or its fsync's): only a commit that succeeds clears it, not
+        /// opening the database again (which a full disk allows).
+        var commitFailed = false
         var heartbeat = ContinuousClock.now
         var storedBatches = 0
         var duplicateBatches = 0
@@ -236,8 +239,8 @@ public final class GroupCommitWriter: Sendable {
                 lastOpenAttempt = ContinuousClock.now
                 do {
                     store = try await openStore()
-                    if state.withLock({ $0.lastError }) != nil { logger.notice("database writable again") }
-                    state.withLock { $0.lastError = nil }
+                    if state.withLock({ $0.lastError }) != nil { logger.notice("database open again") }
+                    state.withLock { if !$0.commitFailed { $0.lastError = nil } }
                 } catch {
                     let reason = "\(error)"
                     if state.withLock({ $0.lastError }) != reason { logger.error("cannot open the database for writing: \(reason)") }
@@ -338,7 +341,7 @@ public final class GroupCommitWriter: Sendable {
             if durability != nil { awaitSyncThread(); _ = takeSyncFailure() }
             let reason = "\(error)"
             logger.error("commit of \(jobs.count) batches failed", metadata: ["error": "\(reason)"])
-            state.withLock { $0.lastError = reason }
+            state.withLock { $0.lastError = reason; $0.commitFailed = true }
             for job in jobs {
                 job.continuation.resume(throwing: WriteError.unavailable(reason))
             }
@@ -351,11 +354,16 @@ public final class GroupCommitWriter: Sendable {
                           onEvict: @Sendable ([SeriesKey]) -> Void, onCommit: CommitObserver) {
         let elapsed = ContinuousClock.now - start
         let stored = result.stored.filter { $0 }.count
-        state.withLock { state in
-            state.lastError = nil
+        let recovered = state.withLock { state in
+            defer {
+                state.lastError = nil
+                state.commitFailed = false
+            }
             state.storedBatches += stored
             state.duplicateBatches += jobs.count - stored
+            return state.commitFailed
         }
+        if recovered { logger.notice("database writable again: a commit succeeded") }
         if !result.evicted.isEmpty { onEvict(result.evicted) }
         onCommit(result.added, jobs.count, Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
         for (job, stored) in zip(jobs, result.stored) {
@@ -424,7 +432,7 @@ public final class GroupCommitWriter: Sendable {
             for written in taken {
                 if let failure {
                     logger.error("commit of \(written.jobs.count) batches was not made durable", metadata: ["error": "\(failure)"])
-                    state.withLock { $0.lastError = failure }
+                    state.withLock { $0.lastError = failure; $0.commitFailed = true }
                     for job in written.jobs { job.continuation.resume(throwing: WriteError.unavailable(failure)) }
                 } else {
                     complete(jobs: written.jobs, result: written.result, start: written.start,

@@ -268,7 +268,8 @@ struct SmallCounts<Key: Hashable & Sendable>: Sendable {
 extension AggregateDelta {
     /// Every key with a count here (every sample counts in `animations`).
     public var seriesKeys: Set<SeriesKey> {
-        var keys = Set(animations.keys.map(\.series))
+        var keys = Set<SeriesKey>(minimumCapacity: sources.count)
+        for key in animations.keys { keys.insert(key.series) }
         for key in heights.keys { keys.insert(key.series) }
         for key in votes.keys { keys.insert(key.series) }
         for key in sources.keys { keys.insert(key) }

@@ -200,19 +200,46 @@ public enum Fingerprint {
         return hash
     }
 
-    public static func of(_ text: String) -> UInt64 { of(bytes: text.utf8) }
+    public static func of(_ text: String) -> UInt64 { of(text, continuing: offsetBasis) }
+
+    /// Hashes `text`'s UTF-8 from its contiguous storage where it has one (every native and
+    /// small string), not through the view's indices byte by byte: the same value as `of(bytes: text.utf8)`.
+    @inline(__always)
+    static func of(_ text: String, continuing hash: UInt64) -> UInt64 {
+        text.utf8.withContiguousStorageIfAvailable { of(bytes: $0, continuing: hash) } ?? of(bytes: text.utf8, continuing: hash)
+    }
 
     /// Continues a fingerprint with a separator and more text.
     static func combine(_ hash: UInt64, _ text: String) -> UInt64 {
-        of(bytes: text.utf8, continuing: (hash ^ 0x1F) &* 0x0000_0100_0000_01B3)
+        of(text, continuing: separated(hash))
     }
+
+    /// Continues a fingerprint with a separator and an integer's decimal digits (`String(value)`'s
+    /// bytes, without making the string).
+    static func combine(_ hash: UInt64, _ value: Int) -> UInt64 {
+        var hash = separated(hash)
+        if value < 0 { hash = (hash ^ UInt64(UInt8(ascii: "-"))) &* prime }
+        let magnitude = value.magnitude
+        var divisor: UInt = 1
+        while magnitude / divisor >= 10 { divisor *= 10 }
+        while divisor > 0 {
+            hash = (hash ^ UInt64(UInt8(ascii: "0") + UInt8(magnitude / divisor % 10))) &* prime
+            divisor /= 10
+        }
+        return hash
+    }
+
+    private static var prime: UInt64 { 0x0000_0100_0000_01B3 }
+
+    private static func separated(_ hash: UInt64) -> UInt64 { (hash ^ 0x1F) &* prime }
 }
 
 extension SeriesKey {
-    /// The key's fingerprint (see `Fingerprint`).
+    /// The key's fingerprint (see `Fingerprint`): its fields' text, separated, as
+    /// `model`, `String(osMajor)`, `language`, `orientation.rawValue`, `keyboardType`.
     public var fingerprint: UInt64 {
         var hash = Fingerprint.of(model)
-        hash = Fingerprint.combine(hash, String(osMajor))
+        hash = Fingerprint.combine(hash, osMajor)
         hash = Fingerprint.combine(hash, language)
         hash = Fingerprint.combine(hash, orientation.rawValue)
         return Fingerprint.combine(hash, keyboardType)

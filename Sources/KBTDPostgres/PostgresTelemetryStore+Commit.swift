@@ -195,7 +195,7 @@ extension PostgresTelemetryStore {
         let (now, trusted) = (plan.now, plan.trustedKeys)
         var pass: Set<SeriesKey> = []
         var unknown: [SeriesKey] = []
-        for key in plan.added.seriesKeys {
+        for key in plan.addedKeys {
             if input.admitted.contains(key.fingerprint) { pass.insert(key) } else { unknown.append(key) }
         }
         unknown.sort(by: SeriesKey.writeOrder)

@@ -15,7 +15,8 @@ public struct CommitPlan: Sendable {
     /// The first batch of each distinct id, ids in sorted order: what the store
     /// claims (two nodes claiming overlapping retries lock the ids alike).
     public let claims: [PendingBatch]
-    private let firstIndex: [String: Int]
+    /// Per batch: the first occurrence of its id in the commit.
+    private let isFirst: [Bool]
     /// Per batch: new (claimed here, its first occurrence in the commit) or a retry.
     public private(set) var stored: [Bool] = []
     /// The counts of the new batches.
@@ -29,11 +30,13 @@ public struct CommitPlan: Sendable {
 
     public init(_ batches: [PendingBatch]) {
         self.batches = batches
+        // Backwards, so each id's first occurrence is the index written last: one hash of an id a batch.
         var first: [String: Int] = [:]
-        for (index, batch) in batches.enumerated() where first[batch.batchID] == nil {
-            first[batch.batchID] = index
-        }
-        firstIndex = first
+        first.reserveCapacity(batches.count)
+        for index in batches.indices.reversed() { first[batches[index].batchID] = index }
+        var isFirst = [Bool](repeating: false, count: batches.count)
+        for index in first.values { isFirst[index] = true }
+        self.isFirst = isFirst
         claims = first.values.sorted { batches[$0].batchID < batches[$1].batchID }.map { batches[$0] }
         now = batches.map(\.receivedAt).max() ?? 0
     }
@@ -41,25 +44,26 @@ public struct CommitPlan: Sendable {
     /// Decides, from the ids the store's claim took (ids it did not have yet),
     /// which batches are new, and adds up what they bring.
     ///
-    /// The first new batch's counts are taken as they are (shared, copied only when the next
-    /// batch merges in), and when every new batch is a trusted peer's the trusted keys are the
-    /// commit's keys, found once.
+    /// The new batches' counts are summed in one pass into tables sized once
+    /// (`AggregateDelta(summing:)`: what merging them one by one gave; a single new batch's
+    /// counts are taken as they are), and when every new batch is a trusted peer's the trusted
+    /// keys are the commit's keys, found once.
     public mutating func settle(claimed: Set<String>) {
         stored = []
         stored.reserveCapacity(batches.count)
-        added = AggregateDelta()
         trustedKeys = []
-        var anyNew = false
+        var newDeltas: [AggregateDelta] = []
+        newDeltas.reserveCapacity(batches.count)
         var allTrusted = true
         var trustedBatches: [Int] = []
         for (index, batch) in batches.enumerated() {
-            let isNew = claimed.contains(batch.batchID) && firstIndex[batch.batchID] == index
+            let isNew = isFirst[index] && claimed.contains(batch.batchID)
             stored.append(isNew)
             guard isNew else { continue }
-            if anyNew { added.merge(batch.delta) } else { added = batch.delta }
-            anyNew = true
+            newDeltas.append(batch.delta)
             if batch.source == .trusted { trustedBatches.append(index) } else { allTrusted = false }
         }
+        added = AggregateDelta(summing: newDeltas)
         addedKeys = added.seriesKeys
         if allTrusted {
             trustedKeys = addedKeys
@@ -91,7 +95,9 @@ public struct CommitPlan: Sendable {
     /// When every key of the commit passes (the usual case once keys are admitted), that is
     /// `added` itself, not a filtered copy.
     public func indexDelta(passing: Set<SeriesKey>, newReleaseSources: [ReleaseKey: Set<SourceID>]) -> AggregateDelta {
-        let everyKey = passing.count >= addedKeys.count && addedKeys.allSatisfy(passing.contains)
+        // Of equal size, `passing` holds every key only if it is `addedKeys` (the same storage: O(1)).
+        let everyKey = passing.count == addedKeys.count ? passing == addedKeys
+            : passing.count > addedKeys.count && addedKeys.allSatisfy(passing.contains)
         var delta = everyKey ? added : added.filter { passing.contains($0) }
         delta.screens = added.screens
         delta.releaseSources = newReleaseSources.filter { passing.contains($0.key.series) && !$0.value.isEmpty }

@@ -102,14 +102,18 @@ public struct IndexedKeys: Sendable {
     }
 
     /// Records a commit's report of an indexed key: new sources, trusted data,
-    /// the day. Returns true when the day changed (the caller writes `last_seen`).
-    public mutating func report(_ fingerprint: UInt64, newSources: Int, trusted: Bool, day: Int64) -> Bool {
-        guard var entry = entries[fingerprint] else { return false }
+    /// the day. Returns nil when the key is not indexed (nothing recorded), else whether
+    /// the day changed (the caller writes `last_seen`). One lookup: the entry is changed in place.
+    public mutating func report(_ fingerprint: UInt64, newSources: Int, trusted: Bool, day: Int64) -> Bool? {
+        guard let index = entries.index(forKey: fingerprint) else { return nil }
+        var entry = entries.values[index]
+        let moved = entry.lastSeenDay < day
+        // The usual report changes nothing: no new source, trusted already (or still not), the same day.
+        guard newSources > 0 || entry.sources > 8 || (trusted && !entry.trusted) || moved else { return false }
         entry.sources = UInt8(min(8, Int(entry.sources) + newSources))
         entry.trusted = entry.trusted || trusted
-        let moved = entry.lastSeenDay < day
         if moved { entry.lastSeenDay = day }
-        entries[fingerprint] = entry
+        entries.values[index] = entry
         return moved
     }
 

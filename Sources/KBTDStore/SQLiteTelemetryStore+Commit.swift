@@ -149,16 +149,18 @@ extension SQLiteTelemetryStore {
         let (now, trusted) = (plan.now, plan.trustedKeys)
         let register = try statement(Self.registerKey)
         let day = now / 86_400
-        var pass: Set<SeriesKey> = []
+        // Trusted keys are some of the commit's keys: as many means all of them (no lookup a key).
+        let everyKeyTrusted = trusted.count == plan.addedKeys.count
+        // The keys already admitted, gathered as a set only when some key is not (else they are `addedKeys`).
+        var passing: [SeriesKey] = []
         var candidates: [(SeriesKey, KeySupport)] = []
-        for key in plan.added.seriesKeys {
+        for key in plan.addedKeys {
             let fingerprint = key.fingerprint
-            if indexed.contains(fingerprint) {
-                pass.insert(key)
-                let new = newSources[key]
-                if indexed.report(fingerprint, newSources: new?.count ?? 0, trusted: trusted.contains(key) || new?.trusted == true, day: day) {
-                    try statement(Self.touchKey).run(key: key) { $0.int(now) }
-                }
+            let new = newSources.isEmpty ? nil : newSources[key]
+            if let movedDay = indexed.report(fingerprint, newSources: new?.count ?? 0,
+                                             trusted: everyKeyTrusted || new?.trusted == true || trusted.contains(key), day: day) {
+                passing.append(key)
+                if movedDay { try statement(Self.touchKey).run(key: key) { $0.int(now) } }
                 continue
             }
             try register.run(key: key) { $0.int(now) }
@@ -176,6 +178,7 @@ extension SQLiteTelemetryStore {
         let (newlyAdmitted, evicted) = indexed.place(candidates, capacity: rules.maxIndexedKeys)
         for key in evicted { try statement(Self.evictKey).run(Self.keyValues(key)) }
         for key in newlyAdmitted { try statement(Self.admitKey).run([.int(now)] + Self.keyValues(key)) }
+        let pass = passing.count == plan.addedKeys.count ? plan.addedKeys : Set(passing)
         var delta = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources)
         for key in newlyAdmitted {
             delta.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))

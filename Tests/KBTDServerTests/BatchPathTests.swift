@@ -60,6 +60,9 @@ struct BatchPathTests {
     }
 
     static func answer(on channel: NIOAsyncTestingChannel) async throws -> HTTPTestResponse {
+        // The batch's task starts on the channel's event loop, as one of its tasks: this loop runs
+        // those only when told to (a real loop runs them in the turn they were queued in).
+        await channel.testingEventLoop.run()
         guard case .head(let head) = try await channel.waitForOutboundWrite(as: HTTPResponsePart.self) else {
             throw HTTPTestError(description: "no response head")
         }
@@ -212,6 +215,35 @@ struct BatchPathTests {
         #expect(!BatchBody.Framing.isJSON("text/json"))
     }
 
+    /// The batch path needs no cooperative-pool thread: the intake and the commit run in a task on
+    /// the connection's event loop, and the writer's completion resumes the task there. With every
+    /// pool thread held, a batch is still answered; it used to wait for a pool thread twice (to
+    /// start its task, and to go on once the writer had committed it).
+    @Test(.ownThreads) func aBatchIsAnsweredWhileEveryPoolThreadIsBusy() async throws {
+        let app = try InProcessApp()
+        let channel = try await Self.connection(app.app)
+        let body = gzip(batchBody(samples: shows(4, height: 336)))
+        let sent = Sent(name: "a batch while the pool is held",
+                        headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip"),
+                                  ("Content-Length", String(body.count))],
+                        chunks: [body])
+        // At most the pool's width (one thread per logical CPU), so all of them start.
+        let pool = PoolHold(threads: ProcessInfo.processInfo.activeProcessorCount)
+        try pool.hold(until: Deadline(60, for: "\(pool.threads) cooperative-pool threads to be held"))
+        let answered = OnceEvent()
+        let exchange = Task(executorPreference: BlockingTestExecutor.shared) {
+            defer { answered.fire() }
+            return try await Self.exchange(sent, on: channel)
+        }
+        let deadline = Deadline(30, for: "the batch's answer while every cooperative-pool thread was held")
+        let inTime = answered.wait(until: deadline)
+        pool.release()
+        let answer = try await exchange.value
+        #expect(inTime, "\(deadline.failure())")
+        #expect(answer.status == 202, "\(answer.text)")
+        #expect(answer.text.contains("\"accepted\":4"), "\(answer.text)")
+    }
+
     /// What the batch path does not take reaches the router's side of the pipeline untouched.
     @Test func otherRequestsPassOnToTheRouter() async throws {
         let app = try InProcessApp()
@@ -343,6 +375,40 @@ struct BatchPathTests {
             #expect(head.path == "/v1/batches")
         }
         #expect(try await app.metric("kbtd_fast_batches_total{protocol=\"http/1.1\"}") == 1)
+    }
+}
+
+/// Holds `threads` of Swift's cooperative pool: each runs a task that blocks until `release()`.
+final class PoolHold: Sendable {
+    let threads: Int
+    private let started = DispatchSemaphore(value: 0)
+    private let gate = DispatchSemaphore(value: 0)
+
+    init(threads: Int) {
+        self.threads = threads
+    }
+
+    /// Starts the blocking tasks (detached: no executor preference, so on the pool) and returns once
+    /// all of them run; at the deadline, lets them go and throws.
+    func hold(until deadline: Deadline) throws {
+        for _ in 0..<threads {
+            Task.detached { [self] in block() }
+        }
+        for _ in 0..<threads {
+            if started.wait(timeout: .now() + .milliseconds(Int(deadline.millisecondsLeft))) != .success {
+                release()
+                throw deadline.failure()
+            }
+        }
+    }
+
+    func release() {
+        for _ in 0..<threads { gate.signal() }
+    }
+
+    private func block() {
+        started.signal()
+        gate.wait()
     }
 }
 

@@ -70,8 +70,11 @@ struct BatchPath: Sendable {
 /// `Request`, async body sequence and middleware chain, by the same rules (`BatchPath`): the rate
 /// limit and the token (`RateLimitMiddleware.refusal`, `IngestAuthMiddleware.refusal`), the headers,
 /// both caps and the inflating as the body arrives (`BatchBody`), then the intake and the commit
-/// (`IngestRoute.ingest`) in a task off the event loop; the answer (`JSONAnswer`, the router's bytes
-/// with `Date`) is written back on the event loop. A refusal made before the body has ended is sent
+/// (`IngestRoute.ingest`) in a task whose executor is the connection's event loop
+/// (`EventLoopTaskExecutor`: no cooperative-pool thread, one wakeup of the loop when the commit
+/// completes); the answer (`JSONAnswer`, the router's bytes with `Date`) is written back in the
+/// turn the task resumes in. (An h2 stream taken by `HTTP2BatchHandler` keeps its task on the pool:
+/// one connection's streams would otherwise share one core.) A refusal made before the body has ended is sent
 /// at once and the rest of the body dropped, as the router sends it and drains the body.
 ///
 /// Order and backpressure: a batch is taken only while no request passed on is unanswered; while
@@ -97,7 +100,7 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case reading(BatchBody, KBTDRequestContext, ServerSettings.Limits)
         /// Answered before its body ended (a refusal): the rest of the body is dropped.
         case draining
-        /// The whole body is in; the intake and the commit run off the event loop.
+        /// The whole body is in; the intake and the commit run in a task on the event loop.
         case committing
     }
 
@@ -114,6 +117,8 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var inputClosed: Any?
     /// A graceful shutdown that came while a batch was taken here.
     private var quiesce: Any?
+    /// The event loop the batches' tasks run on (`executor(_:)`).
+    private var taskExecutor: EventLoopTaskExecutor?
 
     init(_ path: BatchPath, protocol fast: FastAnswerProtocol = .http1) {
         self.path = path
@@ -185,11 +190,15 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Runs the intake and the commit in a task; the answer comes back on the event loop.
+    /// Runs the intake and the commit in a task on the connection's event loop (`EventLoopTaskExecutor`):
+    /// no cooperative-pool thread takes part, and the commit's completion, from whichever thread,
+    /// resumes the task on the loop, which completes the promise and writes the answer in that turn.
     private func commit(_ json: [UInt8], limits: ServerSettings.Limits, client: KBTDRequestContext, context: ChannelHandlerContext) {
         let ingest = path.ingest
         let promise = context.eventLoop.makePromise(of: JSONAnswer.self)
-        promise.completeWithTask { await ingest.ingest(json: json, limits: limits, context: client) }
+        Task(executorPreference: executor(context)) {
+            promise.succeed(await ingest.ingest(json: json, limits: limits, context: client))
+        }
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         promise.futureResult.whenSuccess { answer in
             let (handler, context) = bound.value
@@ -197,6 +206,14 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
             handler.send(answer, context: context)
             handler.resume(context: context)
         }
+    }
+
+    /// The connection's event loop as a task executor, made at its first batch.
+    private func executor(_ context: ChannelHandlerContext) -> EventLoopTaskExecutor {
+        if let taskExecutor, taskExecutor.loop === context.eventLoop { return taskExecutor }
+        let made = EventLoopTaskExecutor(context.eventLoop)
+        taskExecutor = made
+        return made
     }
 
     private func send(_ answer: JSONAnswer, context: ChannelHandlerContext) {

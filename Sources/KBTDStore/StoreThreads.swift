@@ -37,10 +37,25 @@ public final class StoreThreads: TaskExecutor, Sendable {
         self.name = name
         self.count = count
         for number in 0..<count {
-            let thread = Thread { [self] in self.work() }
-            thread.name = count == 1 ? name : "\(name)-\(number)"
+            let threadName = count == 1 ? name : "\(name)-\(number)"
+            let thread = Thread { [self] in
+                // The kernel's name too (`/proc/PID/task/*/comm`, top -H, perf): Foundation sets only its own.
+                Self.nameKernelThread(threadName)
+                self.work()
+            }
+            thread.name = threadName
             thread.start()
         }
+    }
+
+    /// Names the calling thread for the kernel (`/proc/thread-self/comm`: Swift's Glibc module
+    /// has no `pthread_setname_np`); at most 15 bytes are kept. Best effort: nothing depends on it.
+    private static func nameKernelThread(_ name: String) {
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { _ = close(descriptor) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
@@ -56,8 +71,8 @@ public final class StoreThreads: TaskExecutor, Sendable {
     }
 
     /// The name of the `StoreThreads` the calling thread belongs to, nil on any other
-    /// thread (the cooperative pool's, an event loop's). The kernel's thread name cannot
-    /// tell: a Linux thread inherits its creator's, and Foundation does not change it.
+    /// thread (the cooperative pool's, an event loop's). The kernel's thread name is set to it
+    /// as well (at most 15 bytes), but other threads inherit their creator's, so it cannot tell.
     public static var currentName: String? {
         pthread_getspecific(ownerKey).map { Unmanaged<StoreThreads>.fromOpaque($0).takeUnretainedValue().name }
     }

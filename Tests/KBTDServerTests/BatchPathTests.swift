@@ -244,6 +244,23 @@ struct BatchPathTests {
         #expect(answer.text.contains("\"accepted\":4"), "\(answer.text)")
     }
 
+    /// A body whose JSON is larger than what is counted on the event loop (`onLoopJSONBytes`) is
+    /// counted on the pool and answered the same way.
+    @Test func aLargeBatchIsCountedOffTheLoopAndAnswered() async throws {
+        let app = try InProcessApp()
+        let channel = try await Self.connection(app.app)
+        let json = batchBody(samples: shows(600, height: 336))
+        #expect(json.count > BatchIngestHandler.onLoopJSONBytes, "\(json.count) bytes of JSON")
+        let body = gzip(json)
+        let sent = Sent(name: "a batch of 600 samples",
+                        headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip"),
+                                  ("Content-Length", String(body.count))],
+                        chunks: [body])
+        let answer = try await Self.exchange(sent, on: channel)
+        #expect(answer.status == 202, "\(answer.text)")
+        #expect(answer.text.contains("\"accepted\":600"), "\(answer.text)")
+    }
+
     /// What the batch path does not take reaches the router's side of the pipeline untouched.
     @Test func otherRequestsPassOnToTheRouter() async throws {
         let app = try InProcessApp()

@@ -190,14 +190,24 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    /// JSON up to this size is counted on the event loop (a 100-sample batch is about 20 KB, some
+    /// 40 µs of intake); a larger body (up to `max_samples_per_batch`, milliseconds of intake) is
+    /// counted on the cooperative pool, so the loop's other connections (height answers) do not wait.
+    static let onLoopJSONBytes = 64 << 10
+
     /// Runs the intake and the commit in a task on the connection's event loop (`EventLoopTaskExecutor`):
     /// no cooperative-pool thread takes part, and the commit's completion, from whichever thread,
     /// resumes the task on the loop, which completes the promise and writes the answer in that turn.
+    /// JSON over `onLoopJSONBytes` runs in a task on the pool instead; its answer comes back the same way.
     private func commit(_ json: [UInt8], limits: ServerSettings.Limits, client: KBTDRequestContext, context: ChannelHandlerContext) {
         let ingest = path.ingest
         let promise = context.eventLoop.makePromise(of: JSONAnswer.self)
-        Task(executorPreference: executor(context)) {
-            promise.succeed(await ingest.ingest(json: json, limits: limits, context: client))
+        if json.count <= Self.onLoopJSONBytes {
+            Task(executorPreference: executor(context)) {
+                promise.succeed(await ingest.ingest(json: json, limits: limits, context: client))
+            }
+        } else {
+            promise.completeWithTask { await ingest.ingest(json: json, limits: limits, context: client) }
         }
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         promise.futureResult.whenSuccess { answer in

@@ -46,18 +46,6 @@ struct BatchPath: Sendable {
                                                      remoteAddress: clients.clientAddress(channel: channel, headers: headers)))
     }
 
-    /// Finishes a body fed on the event loop (a gzip body is inflated here) and answers it
-    /// (`IngestRoute.ingest`): the h2 path's task.
-    func answer(_ body: BatchBody.Handoff, limits: ServerSettings.Limits, client: KBTDRequestContext) async -> JSONAnswer {
-        let json: [UInt8]
-        do {
-            json = try body.body.finish()
-        } catch {
-            return ingest.rejected(error)
-        }
-        return await ingest.ingest(json: json, limits: limits, context: client)
-    }
-
     /// Counts an answer as `MetricsMiddleware` would, and in `kbtd_fast_batches_total{protocol}`.
     func count(_ answer: JSONAnswer, on fast: FastAnswerProtocol) {
         metrics.request(route: "/v1/batches", status: answer.status.code)
@@ -73,8 +61,7 @@ struct BatchPath: Sendable {
 /// (`IngestRoute.ingest`) in a task whose executor is the connection's event loop
 /// (`EventLoopTaskExecutor`: no cooperative-pool thread, one wakeup of the loop when the commit
 /// completes); the answer (`JSONAnswer`, the router's bytes with `Date`) is written back in the
-/// turn the task resumes in. (An h2 stream taken by `HTTP2BatchHandler` keeps its task on the pool:
-/// one connection's streams would otherwise share one core.) A refusal made before the body has ended is sent
+/// turn the task resumes in (an h2 stream taken by `HTTP2BatchHandler` the same way). A refusal made before the body has ended is sent
 /// at once and the rest of the body dropped, as the router sends it and drains the body.
 ///
 /// Order and backpressure: a batch is taken only while no request passed on is unanswered; while

@@ -77,6 +77,11 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var sweep: Scheduled<Void>?
     /// The answers the commits' tasks have finished and the event loop has not sent yet.
     let answers = Answers()
+    /// The event loop the batches' tasks run on (`executor(_:)`).
+    private var taskExecutor: EventLoopTaskExecutor?
+    /// JSON up to this size is counted on the loop, larger on the pool (a test sets 0: every batch
+    /// on the pool, to hold the loop while the commits finish).
+    var onLoopJSONBytes = BatchIngestHandler.onLoopJSONBytes
 
     init(_ path: BatchPath, bodyTimeout: TimeAmount) {
         self.path = path
@@ -246,21 +251,40 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    /// Finishes, counts and commits the body in a task; the answer comes back on the event loop
-    /// through `answers`, with the other answers finished meanwhile (see `Answers`).
+    /// Finishes the body on the event loop (a gzip body inflated, as on HTTP/1.1), then counts and
+    /// commits it in a task on the loop (`EventLoopTaskExecutor`, as the HTTP/1.1 batch path does:
+    /// no cooperative-pool thread) or, for JSON over `BatchIngestHandler.onLoopJSONBytes`, on the
+    /// pool, so the loop's other streams and connections do not wait for a large batch's intake.
+    /// The answer comes back on the event loop through `answers`, with the other answers finished
+    /// meanwhile (see `Answers`).
     private func commit(_ taken: Taken, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let framing = taken.framing, let fed = taken.body else { return }
-        let path = self.path, body = BatchBody.Handoff(body: fed), client = taken.client, answers = self.answers
+        let ingest = path.ingest, client = taken.client, answers = self.answers
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: eventLoop)
-        Task {
-            let answered = await path.answer(body, limits: framing.limits, client: client)
+        let finished: Result<[UInt8], JSONRefusal>
+        do { finished = .success(try fed.finish()) } catch { finished = .failure(error) }
+        let large = ((try? finished.get())?.count ?? 0) > onLoopJSONBytes
+        Task(executorPreference: large ? nil : executor(eventLoop)) {
+            let answered: JSONAnswer
+            switch finished {
+            case .success(let json): answered = await ingest.ingest(json: json, limits: framing.limits, context: client)
+            case .failure(let refusal): answered = ingest.rejected(refusal)
+            }
             guard answers.post(answered, on: stream) else { return }
             eventLoop.execute {
                 let (handler, context) = bound.value
                 handler.deliver(handler.answers.take(), context: context)
             }
         }
+    }
+
+    /// The connection's event loop as a task executor, made at its first batch.
+    private func executor(_ loop: any EventLoop) -> EventLoopTaskExecutor {
+        if let taskExecutor, taskExecutor.loop === loop { return taskExecutor }
+        let made = EventLoopTaskExecutor(loop)
+        taskExecutor = made
+        return made
     }
 
     /// Sends the answers the commits finished since the last delivery, then flushes once: the

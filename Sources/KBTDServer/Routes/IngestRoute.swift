@@ -179,13 +179,6 @@ final class BatchBody {
         var overWire: JSONRefusal { .tooLarge("body exceeds \(limits.maxCompressedBytes) bytes on the wire") }
     }
 
-    /// A body whose last byte has been fed, handed from the event loop that fed it to the task that
-    /// finishes it (`HTTP2BatchHandler`). @unchecked: the handler drops its reference as it hands the
-    /// body over, so only the task touches it from then on.
-    struct Handoff: @unchecked Sendable {
-        let body: BatchBody
-    }
-
     private let framing: Framing
     private let inflater: BodyInflater
     private var received = 0

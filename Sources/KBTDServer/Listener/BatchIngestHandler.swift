@@ -104,7 +104,7 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var inputClosed: Any?
     /// A graceful shutdown that came while a batch was taken here.
     private var quiesce: Any?
-    /// The event loop the batches' tasks run on (`executor(_:)`).
+    /// The event loop the batches' tasks run on (`EventLoopTaskExecutor.cached`).
     private var taskExecutor: EventLoopTaskExecutor?
 
     init(_ path: BatchPath, protocol fast: FastAnswerProtocol = .http1) {
@@ -190,7 +190,7 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let ingest = path.ingest
         let promise = context.eventLoop.makePromise(of: JSONAnswer.self)
         if json.count <= Self.onLoopJSONBytes {
-            Task(executorPreference: executor(context)) {
+            Task(executorPreference: EventLoopTaskExecutor.cached(&taskExecutor, for: context.eventLoop)) {
                 promise.succeed(await ingest.ingest(json: json, limits: limits, context: client))
             }
         } else {
@@ -203,14 +203,6 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
             handler.send(answer, context: context)
             handler.resume(context: context)
         }
-    }
-
-    /// The connection's event loop as a task executor, made at its first batch.
-    private func executor(_ context: ChannelHandlerContext) -> EventLoopTaskExecutor {
-        if let taskExecutor, taskExecutor.loop === context.eventLoop { return taskExecutor }
-        let made = EventLoopTaskExecutor(context.eventLoop)
-        taskExecutor = made
-        return made
     }
 
     private func send(_ answer: JSONAnswer, context: ChannelHandlerContext) {

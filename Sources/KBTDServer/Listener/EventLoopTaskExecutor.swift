@@ -19,6 +19,15 @@ final class EventLoopTaskExecutor: TaskExecutor {
         self.loop = loop
     }
 
+    /// The executor a handler keeps in `cache` when it is `loop`'s, else a new one for `loop`, kept
+    /// there: one per connection, made at its first batch (the batch handlers of HTTP/1.1 and h2).
+    static func cached(_ cache: inout EventLoopTaskExecutor?, for loop: any EventLoop) -> EventLoopTaskExecutor {
+        if let cached = cache, cached.loop === loop { return cached }
+        let made = EventLoopTaskExecutor(loop)
+        cache = made
+        return made
+    }
+
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         // From the loop's own thread `execute` queues the job for this turn's tasks; from another

@@ -77,7 +77,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var sweep: Scheduled<Void>?
     /// The answers the commits' tasks have finished and the event loop has not sent yet.
     let answers = Answers()
-    /// The event loop the batches' tasks run on (`executor(_:)`).
+    /// The event loop the batches' tasks run on (`EventLoopTaskExecutor.cached`).
     private var taskExecutor: EventLoopTaskExecutor?
     /// JSON up to this size is counted on the loop, larger on the pool (a test sets 0: every batch
     /// on the pool, to hold the loop while the commits finish).
@@ -265,7 +265,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         let finished: Result<[UInt8], JSONRefusal>
         do { finished = .success(try fed.finish()) } catch { finished = .failure(error) }
         let large = ((try? finished.get())?.count ?? 0) > onLoopJSONBytes
-        Task(executorPreference: large ? nil : executor(eventLoop)) {
+        Task(executorPreference: large ? nil : EventLoopTaskExecutor.cached(&taskExecutor, for: eventLoop)) {
             let answered: JSONAnswer
             switch finished {
             case .success(let json): answered = await ingest.ingest(json: json, limits: framing.limits, context: client)
@@ -277,14 +277,6 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
                 handler.deliver(handler.answers.take(), context: context)
             }
         }
-    }
-
-    /// The connection's event loop as a task executor, made at its first batch.
-    private func executor(_ loop: any EventLoop) -> EventLoopTaskExecutor {
-        if let taskExecutor, taskExecutor.loop === loop { return taskExecutor }
-        let made = EventLoopTaskExecutor(loop)
-        taskExecutor = made
-        return made
     }
 
     /// Sends the answers the commits finished since the last delivery, then flushes once: the

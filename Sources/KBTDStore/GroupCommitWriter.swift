@@ -58,12 +58,12 @@ public final class GroupCommitWriter: Sendable {
     /// writer thread, or on its sync thread for a store with deferred durability.
     public typealias CommitObserver = @Sendable (_ added: AggregateDelta, _ batches: Int, _ seconds: Double) -> Void
 
-    private struct Job {
+    struct Job {
         var batch: PendingBatch
         var continuation: CheckedContinuation<WriteOutcome, any Error>
     }
 
-    private struct State {
+    struct State {
         var queue: [Job] = []
         var capacity: Int
         var stopping = false
@@ -109,14 +109,14 @@ public final class GroupCommitWriter: Sendable {
     }
 
     /// A commit written and waiting for the sync thread to make it durable.
-    private struct Written {
+    struct Written {
         var jobs: [Job]
         var result: CommitResult
         var start: ContinuousClock.Instant
         var durability: WALDurability
     }
 
-    private struct Syncing {
+    struct Syncing {
         var written: [Written] = []
         /// When the sync thread took what it is syncing now (nil: idle).
         var since: ContinuousClock.Instant?
@@ -130,14 +130,14 @@ public final class GroupCommitWriter: Sendable {
     static let maxCommitsAwaitingSync = 2
 
     public let maxBatchesPerCommit: Int
-    private let state: Mutex<State>
+    let state: Mutex<State>
     private let wakeup = DispatchSemaphore(value: 0)
-    private let syncing = Mutex(Syncing())
+    let syncing = Mutex(Syncing())
     /// Signalled per commit handed to the sync thread, and at its stop.
-    private let syncWakeup = DispatchSemaphore(value: 0)
+    let syncWakeup = DispatchSemaphore(value: 0)
     /// Signalled each time the sync thread finishes a round (the writer waits on it).
-    private let syncProgress = DispatchSemaphore(value: 0)
-    private let logger: Logger
+    let syncProgress = DispatchSemaphore(value: 0)
+    let logger: Logger
 
     /// Starts the writer thread, which opens the store with `openStore` and
     /// owns it from then on. While the store cannot be opened (a read-only or
@@ -350,7 +350,7 @@ public final class GroupCommitWriter: Sendable {
     }
 
     /// Completes a durable commit's requests: the counters, the observers, then each request.
-    private func complete(jobs: [Job], result: CommitResult, start: ContinuousClock.Instant,
+    func complete(jobs: [Job], result: CommitResult, start: ContinuousClock.Instant,
                           onEvict: @Sendable ([SeriesKey]) -> Void, onCommit: CommitObserver) {
         let elapsed = ContinuousClock.now - start
         let stored = result.stored.filter { $0 }.count
@@ -368,82 +368,6 @@ public final class GroupCommitWriter: Sendable {
         onCommit(result.added, jobs.count, Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
         for (job, stored) in zip(jobs, result.stored) {
             job.continuation.resume(returning: stored ? .stored : .duplicate)
-        }
-    }
-
-    /// Queues a written commit for the sync thread; waits while `maxCommitsAwaitingSync` wait.
-    /// False when a sync failed: the writer has then waited for the sync thread to finish
-    /// everything handed over, and the store must be opened again.
-    private func handOver(_ written: Written) -> Bool {
-        syncing.withLock { $0.written.append(written) }
-        syncWakeup.signal()
-        while syncing.withLock({ $0.written.count >= Self.maxCommitsAwaitingSync && $0.failure == nil }) {
-            _ = syncProgress.wait(timeout: .now() + .milliseconds(500))
-        }
-        guard syncing.withLock({ $0.failure != nil }) else { return true }
-        awaitSyncThread()
-        return !takeSyncFailure()
-    }
-
-    /// Waits until the sync thread has completed (or failed) every commit handed to it.
-    private func awaitSyncThread() {
-        while syncing.withLock({ !$0.written.isEmpty || $0.since != nil }) {
-            _ = syncProgress.wait(timeout: .now() + .milliseconds(500))
-        }
-    }
-
-    /// True when a sync failed since the last call (then cleared: the caller drops the store).
-    private func takeSyncFailure() -> Bool {
-        syncing.withLock { state in
-            defer { state.failure = nil }
-            return state.failure != nil
-        }
-    }
-
-    /// The sync thread's loop: takes every commit written so far, makes the log durable once
-    /// for all of them, then completes them in commit order; returns once stopped and drained.
-    private func completeDurableCommits(onEvict: @Sendable ([SeriesKey]) -> Void, onCommit: CommitObserver) {
-        while true {
-            syncWakeup.wait()
-            let (taken, stopping, failed) = syncing.withLock { state -> ([Written], Bool, String?) in
-                let taken = state.written
-                state.written = []
-                if !taken.isEmpty { state.since = .now }
-                return (taken, state.stopping, state.failure)
-            }
-            if taken.isEmpty {
-                if stopping { return }
-                continue
-            }
-            var failure = failed
-            if failure == nil {
-                // One fsync covers every commit of a log; a store opened again has a log object of its own.
-                var synced: [ObjectIdentifier] = []
-                for written in taken where !synced.contains(ObjectIdentifier(written.durability)) {
-                    do {
-                        try written.durability.syncWritten()
-                        synced.append(ObjectIdentifier(written.durability))
-                    } catch {
-                        failure = "\(error)"
-                        break
-                    }
-                }
-            }
-            for written in taken {
-                if let failure {
-                    logger.error("commit of \(written.jobs.count) batches was not made durable", metadata: ["error": "\(failure)"])
-                    state.withLock { $0.lastError = failure; $0.commitFailed = true }
-                    for job in written.jobs { job.continuation.resume(throwing: WriteError.unavailable(failure)) }
-                } else {
-                    complete(jobs: written.jobs, result: written.result, start: written.start,
-                             onEvict: onEvict, onCommit: onCommit)
-                }
-            }
-            syncing.withLock { state in
-                state.since = nil
-                if let failure { state.failure = failure }
-            }
-            syncProgress.signal()
         }
     }
 

@@ -34,6 +34,8 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, Defer
     package var touchesKnownNetworksFirst = true
     /// What `countWALFrames` counts into (kept alive here: SQLite holds only a pointer to it).
     private var walFrames: WALFrames?
+    /// The log's checkpoints on a thread of their own, with `durability` (the daemon's writer).
+    private(set) var checkpointer: WALCheckpointer?
     /// Set when commits return before their fsync (`synchronous=NORMAL`): what makes them
     /// durable, from the group-commit writer's sync thread. Nil: each commit syncs (`FULL`).
     public let durability: WALDurability?
@@ -90,17 +92,47 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, Defer
         if let pageSize { try db.execute("PRAGMA page_size = \(pageSize);") }
         try db.execute("""
             PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;
-            PRAGMA journal_size_limit = \(walLimitBytes);
+            PRAGMA journal_size_limit = \(walLimitBytes); PRAGMA temp_store = MEMORY;
             """)
         try migrate()
         // After the migrations, which created the log and synced it with its directory: from here
         // a commit returns once written, and the writer's sync thread makes it durable.
-        if durability != nil { try db.execute("PRAGMA synchronous = NORMAL;") }
+        if durability != nil {
+            try db.execute("PRAGMA synchronous = NORMAL;")
+            checkpointer = Self.checkpointInBackground(db)
+        }
         try statement(Self.indexedSupport).forEachRow { row in
             if let key = Self.series(row) {
                 indexed.insert(key, support: KeySupport(trusted: row.int(7) != 0, sources: Int(row.int(6)), lastSeenDay: row.int(5) / 86_400))
             }
         }
+    }
+
+    deinit {
+        if let checkpointer {
+            sqlite3_wal_hook(db.handle, nil, nil)
+            checkpointer.stop()
+        }
+    }
+
+    /// Replaces SQLite's automatic checkpoint on the writer's connection with `WALCheckpointer`'s
+    /// thread, which the connection's WAL hook asks after each commit; the hook itself runs the
+    /// last checkpoint of a long log, after which the log starts over.
+    private static func checkpointInBackground(_ db: SQLiteConnection) -> WALCheckpointer {
+        let checkpointer = WALCheckpointer(databasePath: db.path)
+        sqlite3_wal_hook(db.handle, { context, db, name, frames in
+            let checkpointer = Unmanaged<WALCheckpointer>.fromOpaque(context!).takeUnretainedValue()
+            if checkpointer.walCommitted(frames: Int(frames)) {
+                var logged: Int32 = 0
+                var copied: Int32 = 0
+                // Passive: SQLITE_BUSY at once if the checkpoint thread is copying; the next commit tries again.
+                if sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &logged, &copied) == SQLITE_OK {
+                    checkpointer.writerCopied(Int(copied))
+                }
+            }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(checkpointer).toOpaque())
+        return checkpointer
     }
 
     /// Refuses another application's SQLite file before anything is written to it.

@@ -50,7 +50,7 @@ public final class StoreThreads: TaskExecutor, Sendable {
 
     /// Names the calling thread for the kernel (`/proc/thread-self/comm`: Swift's Glibc module
     /// has no `pthread_setname_np`); at most 15 bytes are kept. Best effort: nothing depends on it.
-    private static func nameKernelThread(_ name: String) {
+    static func nameKernelThread(_ name: String) {
         let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         defer { _ = close(descriptor) }

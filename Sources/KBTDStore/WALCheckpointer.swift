@@ -37,6 +37,8 @@ final class WALCheckpointer: Sendable {
         var copied = 0
         /// Frames in the log after the writer's last commit.
         var logged = 0
+        /// Frames the writer's commits have written in all (what the tests read).
+        var written = 0
         var passes = 0
         var lastError: String?
     }
@@ -61,9 +63,13 @@ final class WALCheckpointer: Sendable {
     /// Checkpoints this thread has run, and the last one's error: what the tests read.
     var passes: (count: Int, lastError: String?) { state.withLock { ($0.passes, $0.lastError) } }
 
-    /// Ends the thread after the checkpoint it may be running, and closes its connection.
+    /// Frames the writer's commits have written since it opened.
+    var framesWritten: Int { state.withLock { $0.written } }
+
+    /// Ends the thread after the checkpoint it may be running, and closes its connection; the
+    /// writer's own checkpoint past `restartFrames` still bounds the log.
     func stop() {
-        state.withLock { $0.stopping = true }
+        guard state.withLock({ state in defer { state.stopping = true }; return !state.stopping }) else { return }
         wakeup.signal()
         finished.wait()
     }
@@ -73,7 +79,8 @@ final class WALCheckpointer: Sendable {
     func walCommitted(frames: Int) -> Bool {
         let (wake, restart) = state.withLock { state -> (Bool, Bool) in
             // Fewer frames than after the last commit: the log started over.
-            if frames < state.logged { state.copied = 0 }
+            if frames < state.logged { state.copied = 0; state.logged = 0 }
+            state.written += frames - state.logged
             state.logged = frames
             if frames >= Self.restartFrames { return (false, true) }
             guard !state.requested, frames - state.copied >= Self.backgroundFrames else { return (false, false) }

@@ -39,7 +39,8 @@ final class SQLiteConnection {
     /// SQLite commit".
     private static let configured: Int32 = kbtd_sqlite3_config_memstatus(0)
 
-    init(path: String, mode: Mode) throws(SQLiteError) {
+    /// - Parameter vfs: an SQLite VFS by name (`KBTD_WALBUFFER_VFS`, the daemon's writer); nil: the default.
+    init(path: String, mode: Mode, vfs: String? = nil) throws(SQLiteError) {
         _ = Self.configured
         var db: OpaquePointer?
         let flags: Int32
@@ -53,7 +54,7 @@ final class SQLiteConnection {
                 .replacingOccurrences(of: "#", with: "%23")
             name = "file:\(escaped)?immutable=1"
         }
-        let status = sqlite3_open_v2(name, &db, flags, nil)
+        let status = sqlite3_open_v2(name, &db, flags, vfs)
         guard status == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let db { sqlite3_close_v2(db) }

@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteWALBuffer
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -77,7 +78,9 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, Defer
         }
         try DatabaseFile.prepare(path, mode: fileMode)
         do {
-            db = try SQLiteConnection(path: path, mode: .readWrite)
+            // The daemon's writer writes each commit's log frames with one pwrite (`CSQLiteWALBuffer`).
+            let vfs = durability != nil && kbtd_walbuffer_register() == SQLITE_OK ? KBTD_WALBUFFER_VFS : nil
+            db = try SQLiteConnection(path: path, mode: .readWrite, vfs: vfs)
             try db.execute("PRAGMA busy_timeout = 5000;")
             try Self.checkOwnership(db, path: path)
         } catch let error as SQLiteError where error.code & 0xFF == SQLITE_NOTADB {

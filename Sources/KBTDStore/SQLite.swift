@@ -37,7 +37,7 @@ final class SQLiteConnection {
     /// default) each also takes a global mutex. Nothing in kbtd reads those statistics
     /// (`sqlite3_memory_used`, `sqlite3_status`), so they are off. BENCHMARKS.md, "A cheaper
     /// SQLite commit".
-    private static let configured: Int32 = kbtd_sqlite3_config_memstatus(0)
+    static let configured: Int32 = kbtd_sqlite3_config_memstatus(0)
 
     /// - Parameter vfs: an SQLite VFS by name (`KBTD_WALBUFFER_VFS`, the daemon's writer); nil: the default.
     init(path: String, mode: Mode, vfs: String? = nil) throws(SQLiteError) {

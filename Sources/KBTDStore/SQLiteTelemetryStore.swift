@@ -79,6 +79,8 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, Defer
         try DatabaseFile.prepare(path, mode: fileMode)
         do {
             // The daemon's writer writes each commit's log frames with one pwrite (`CSQLiteWALBuffer`).
+            // The process-wide settings first: registering a VFS initialises SQLite, after which they are refused.
+            _ = SQLiteConnection.configured
             let vfs = durability != nil && kbtd_walbuffer_register() == SQLITE_OK ? KBTD_WALBUFFER_VFS : nil
             db = try SQLiteConnection(path: path, mode: .readWrite, vfs: vfs)
             try db.execute("PRAGMA busy_timeout = 5000;")

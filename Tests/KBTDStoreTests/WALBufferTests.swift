@@ -27,9 +27,11 @@ struct WALBufferTests {
             committed += group.count
             var writesAfter: Int64 = 0, flushesAfter: Int64 = 0
             #expect(kbtd_walbuffer_log_counts(store.db.handle, &writesAfter, &flushesAfter) == SQLITE_OK)
-            // Dozens of pages a commit, two writes each (more when the log starts over: its header).
+            // Dozens of pages a commit, two writes each, in one flush; two when the log started over
+            // after the checkpoint thread's checkpoint (SQLite then writes a frame again elsewhere).
             #expect(writesAfter - writes >= 20, "commit \(number)")
-            #expect(flushesAfter - flushes == 1, "commit \(number): \(writesAfter - writes) writes in \(flushesAfter - flushes) pwrites")
+            #expect(flushesAfter - flushes >= 1 && (flushesAfter - flushes) * 10 <= writesAfter - writes,
+                    "commit \(number): \(writesAfter - writes) writes in \(flushesAfter - flushes) flushes")
             var seen: Int64 = 0
             try reader.prepare("SELECT COUNT(*) FROM batches").forEachRow { seen = $0.int(0) }
             #expect(seen == Int64(committed), "commit \(number)")

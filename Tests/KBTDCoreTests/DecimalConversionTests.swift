@@ -156,3 +156,35 @@ struct DecimalConversionTests {
         #expect(DecimalConversion.double(mantissa: 12_345_678_901_234_567, exponent: -65, negative: false) == nil)
     }
 }
+
+/// `SeriesCounts.rounded` (the counting intake's bins without libm's `round`)
+/// against `Int(value.rounded())`, which `HeightBin` and `AnimationBin` use.
+@Suite("Bin rounding")
+struct BinRoundingTests {
+    @Test func halfwayAndNeighbours() {
+        var values: [Double] = [0, -0.0, 0.5, 1.5, 2.5, 0.49999999999999994, 0.5000000000000001, 4000, 3999.5,
+                                0x1p52 - 0.5, 0x1p52, 0x1p53, -0.5, -1.5, -2.4999999, 0x1p62]
+        for half in 0...8_000 {
+            let value = Double(half) / 2
+            values += [value, value.nextUp, value.nextDown, value + 0.25]
+        }
+        let wrong = values.filter { SeriesCounts.rounded($0) != Int($0.rounded()) }
+        #expect(wrong.isEmpty, "rounded differs from Int(rounded()) at \(wrong.prefix(5))")
+    }
+
+    /// Heights, parts and durations as the scanner reads them from decimal literals.
+    @Test func randomLiterals() {
+        var random = SplitMix64(seed: 0xB175_0001)
+        var wrong: [Double] = []
+        for _ in 0..<200_000 {
+            let whole = random.integer(0...4_000)
+            let fraction = random.integer(0...999_999)
+            let literal = Double("\(whole).\(fraction)")!
+            // A height's half points, and a duration (0-5 s) in milliseconds.
+            for value in [literal * 2, (literal / 800) * 1000] where SeriesCounts.rounded(value) != Int(value.rounded()) {
+                wrong.append(value)
+            }
+        }
+        #expect(wrong.isEmpty, "rounded differs from Int(rounded()) at \(wrong.prefix(5))")
+    }
+}

@@ -183,11 +183,12 @@ extension IntakeScanner {
         return ((high &+ low) >> 32) & 0xFFFF_FFFF
     }
 
+    /// 10^0 ... 10^7 (a constant array the compiler lays out statically: no
+    /// table built on the stack each call, which also cost the caller a stack-protector check).
+    static let integerPowersOfTen: [UInt64] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000]
+
     @inline(__always)
     static func powerOfTen(_ count: Int) -> UInt64 {
-        // 10^0 ... 10^7
-        let table: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
-            (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
-        return withUnsafeBytes(of: table) { $0.load(fromByteOffset: count * 8, as: UInt64.self) }
+        integerPowersOfTen[count]
     }
 }

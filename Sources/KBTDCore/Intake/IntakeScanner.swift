@@ -244,9 +244,12 @@ struct IntakeScanner {
                     continue
                 }
             }
-            // A number here, the rest (strings, other types, the end of the body) in `scanFieldValue`.
+            // A number or a string here (as `scanFieldValue` reads them, without its call), the rest
+            // (other types, the end of the body) in `scanFieldValue`.
             if index < bytes.count, case let byte = bytes[index], byte &- UInt8(ascii: "0") < 10 || byte == UInt8(ascii: "-") {
                 fields.set(field, .number, bits: try parseNumberFast().bitPattern)
+            } else if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+                fields.set(field, .string, bits: UInt64(bitPattern: Int64(try stringCode(field))))
             } else {
                 try scanFieldValue(field, in: &fields, depth: depth)
             }

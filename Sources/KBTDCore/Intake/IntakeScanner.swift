@@ -185,7 +185,11 @@ struct IntakeScanner {
         counter = SampleCounter()
         rejected = []
         guard !empty else { return }
-        if !counting { samples.reserveCapacity(min(rules.maxSamples, bytes.count / 64 + 1)) }
+        if counting {
+            counter.sampleKeys.reserveCapacity(min(rules.maxSamples, bytes.count / 64 + 1))
+        } else {
+            samples.reserveCapacity(min(rules.maxSamples, bytes.count / 64 + 1))
+        }
         while true {
             skipWhitespace()
             let entry = entryCount

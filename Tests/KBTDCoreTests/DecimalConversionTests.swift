@@ -188,3 +188,44 @@ struct BinRoundingTests {
         #expect(wrong.isEmpty, "rounded differs from Int(rounded()) at \(wrong.prefix(5))")
     }
 }
+
+/// `parseNumberFast` (the member loop's number reader, with its `x.0` shortcut) against `Double(String)`
+/// and against `parseNumber`, where it reads a literal followed by more of a document.
+@Suite("Fast number reader")
+struct FastNumberTests {
+    /// The value, or the error's reason and offset, and where the reader stopped.
+    static func read(_ literal: String, fast: Bool) -> String {
+        let document = Array((literal + ",                \"x\"").utf8)
+        return document.withUnsafeBufferPointer { buffer in
+            var scanner = IntakeScanner(bytes: buffer, rules: FieldRules(maxSamples: 1), now: 0)
+            do throws(IntakeScanner.ParseError) {
+                let value = fast ? try scanner.parseNumberFast() : try scanner.parseNumber()
+                return "\(value.bitPattern) at \(scanner.index)"
+            } catch {
+                return "\(error.reason) at \(error.offset)"
+            }
+        }
+    }
+
+    @Test func wholeDoublesAndTheirNeighbours() {
+        var random = SplitMix64(seed: 0xFA57_0001)
+        var literals = ["0.0", "-0.0", "0.00", "0.05", "1.0", "-1.0", "7.0e3", "7.0E-3", "12.0.", "3.0x", "00.0", "-.0",
+                        "9007199254740993.0", "1234567890123456.0", "12345678901234567.0", "99999999999999999.0"]
+        for _ in 0..<50_000 {
+            let whole = Int(truncatingIfNeeded: random.next() >> 1) >> random.integer(0...62)
+            let sign = random.integer(0...3) == 0 ? "-" : ""
+            let tail = ["0", "00", "01", "0e2", "5", "05", "0"][random.integer(0...6)]
+            literals.append("\(sign)\(whole).\(tail)")
+        }
+        var wrong: [String] = []
+        for literal in literals {
+            let fast = Self.read(literal, fast: true), general = Self.read(literal, fast: false)
+            if fast != general { wrong.append("\(literal): fast \(fast), general \(general)") }
+            // Where JSON accepts the literal (Double(String) also takes "00.0" and "-.0", JSON does not).
+            if general.first?.isNumber == true, let expected = Double(literal), !fast.hasPrefix("\(expected.bitPattern) at ") {
+                wrong.append("\(literal): fast \(fast), Double(String) \(expected)")
+            }
+        }
+        #expect(wrong.isEmpty, "\(wrong.prefix(5))")
+    }
+}

@@ -135,7 +135,10 @@ extension IntakeScanner {
             i += run
         }
         var scale = 0
-        if base[i] == UInt8(ascii: ".") {
+        if base[i] == UInt8(ascii: "."), i + 2 < end, base[i + 1] == UInt8(ascii: "0"), base[i + 2] &- UInt8(ascii: "0") >= 10 {
+            // `x.0` (how most encoders write a whole Double): the value of x, without a word of fraction digits.
+            i += 2
+        } else if base[i] == UInt8(ascii: ".") {
             i += 1
             guard i + 8 <= end else { return try parseNumber() }
             x = Self.digitWord(base, i)

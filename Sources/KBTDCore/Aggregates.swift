@@ -197,18 +197,30 @@ struct SeriesCounts: Sendable {
     @inline(__always)
     mutating func add(event: KeyboardEvent, duration: Double, curve: Int, placement: Placement, systemHeight: Double,
                       safeAreaBottom: Double, coldStartMs: Double?, preloaded: Bool) {
-        animations.add(Animation(event: event, bin: AnimationBin(duration: duration, curve: curve)))
+        animations.add(Animation(event: event, bin: AnimationBin(durationMs: Self.rounded(duration * 1000), curve: curve)))
         if event != .hide {
-            let bin = HeightBin.halfPoints(systemHeight)
+            let bin = Self.rounded(systemHeight * 2)
             heights.add(Height(placement: placement, halfPoints: bin))
             if placement == .docked {
                 votes.add(bin)
-                safeAreas.add(HeightBin.halfPoints(safeAreaBottom))
+                safeAreas.add(Self.rounded(safeAreaBottom * 2))
             }
         }
         if let coldStartMs {
             coldStarts.add(ColdStart(preloaded: preloaded, bucket: LogBucket.index(coldStartMs)))
         }
+    }
+
+    /// `Int(value.rounded())` (half away from zero, as `HeightBin` and
+    /// `AnimationBin` round) without libm's `round` call for the values a
+    /// checked sample gives (0 up to 2^52): the truncation and what is left
+    /// of `value` above it, which the subtraction gives exactly. Anything
+    /// else (negative, huge, not a number) is `rounded()`'s.
+    @inline(__always)
+    static func rounded(_ value: Double) -> Int {
+        guard value >= 0, value < 0x1p52 else { return Int(value.rounded()) }
+        let whole = Int(value)
+        return value - Double(whole) >= 0.5 ? whole &+ 1 : whole
     }
 
     func flush(_ series: SeriesKey, into delta: inout AggregateDelta) {

@@ -156,3 +156,76 @@ struct DecimalConversionTests {
         #expect(DecimalConversion.double(mantissa: 12_345_678_901_234_567, exponent: -65, negative: false) == nil)
     }
 }
+
+/// `SeriesCounts.rounded` (the counting intake's bins without libm's `round`)
+/// against `Int(value.rounded())`, which `HeightBin` and `AnimationBin` use.
+@Suite("Bin rounding")
+struct BinRoundingTests {
+    @Test func halfwayAndNeighbours() {
+        var values: [Double] = [0, -0.0, 0.5, 1.5, 2.5, 0.49999999999999994, 0.5000000000000001, 4000, 3999.5,
+                                0x1p52 - 0.5, 0x1p52, 0x1p53, -0.5, -1.5, -2.4999999, 0x1p62]
+        for half in 0...8_000 {
+            let value = Double(half) / 2
+            values += [value, value.nextUp, value.nextDown, value + 0.25]
+        }
+        let wrong = values.filter { SeriesCounts.rounded($0) != Int($0.rounded()) }
+        #expect(wrong.isEmpty, "rounded differs from Int(rounded()) at \(wrong.prefix(5))")
+    }
+
+    /// Heights, parts and durations as the scanner reads them from decimal literals.
+    @Test func randomLiterals() {
+        var random = SplitMix64(seed: 0xB175_0001)
+        var wrong: [Double] = []
+        for _ in 0..<200_000 {
+            let whole = random.integer(0...4_000)
+            let fraction = random.integer(0...999_999)
+            let literal = Double("\(whole).\(fraction)")!
+            // A height's half points, and a duration (0-5 s) in milliseconds.
+            for value in [literal * 2, (literal / 800) * 1000] where SeriesCounts.rounded(value) != Int(value.rounded()) {
+                wrong.append(value)
+            }
+        }
+        #expect(wrong.isEmpty, "rounded differs from Int(rounded()) at \(wrong.prefix(5))")
+    }
+}
+
+/// `parseNumberFast` (the member loop's number reader, with its `x.0` shortcut) against `Double(String)`
+/// and against `parseNumber`, where it reads a literal followed by more of a document.
+@Suite("Fast number reader")
+struct FastNumberTests {
+    /// The value, or the error's reason and offset, and where the reader stopped.
+    static func read(_ literal: String, fast: Bool) -> String {
+        let document = Array((literal + ",                \"x\"").utf8)
+        return document.withUnsafeBufferPointer { buffer in
+            var scanner = IntakeScanner(bytes: buffer, rules: FieldRules(maxSamples: 1), now: 0)
+            do throws(IntakeScanner.ParseError) {
+                let value = fast ? try scanner.parseNumberFast() : try scanner.parseNumber()
+                return "\(value.bitPattern) at \(scanner.index)"
+            } catch {
+                return "\(error.reason) at \(error.offset)"
+            }
+        }
+    }
+
+    @Test func wholeDoublesAndTheirNeighbours() {
+        var random = SplitMix64(seed: 0xFA57_0001)
+        var literals = ["0.0", "-0.0", "0.00", "0.05", "1.0", "-1.0", "7.0e3", "7.0E-3", "12.0.", "3.0x", "00.0", "-.0",
+                        "9007199254740993.0", "1234567890123456.0", "12345678901234567.0", "99999999999999999.0"]
+        for _ in 0..<50_000 {
+            let whole = Int(truncatingIfNeeded: random.next() >> 1) >> random.integer(0...62)
+            let sign = random.integer(0...3) == 0 ? "-" : ""
+            let tail = ["0", "00", "01", "0e2", "5", "05", "0"][random.integer(0...6)]
+            literals.append("\(sign)\(whole).\(tail)")
+        }
+        var wrong: [String] = []
+        for literal in literals {
+            let fast = Self.read(literal, fast: true), general = Self.read(literal, fast: false)
+            if fast != general { wrong.append("\(literal): fast \(fast), general \(general)") }
+            // Where JSON accepts the literal (Double(String) also takes "00.0" and "-.0", JSON does not).
+            if general.first?.isNumber == true, let expected = Double(literal), !fast.hasPrefix("\(expected.bitPattern) at ") {
+                wrong.append("\(literal): fast \(fast), Double(String) \(expected)")
+            }
+        }
+        #expect(wrong.isEmpty, "\(wrong.prefix(5))")
+    }
+}

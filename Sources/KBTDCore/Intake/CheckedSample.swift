@@ -32,10 +32,9 @@ struct SampleCounter {
         var keyboardType: Int
     }
 
-    /// The batch's keys in the order of their first sample, with their counts and sample counts.
+    /// The batch's keys in the order of their first sample, with their counts.
     var series: [Series] = []
     var counts: [SeriesCounts] = []
-    var sizes: [Int] = []
     /// Each accepted sample's key, in order (what screening a refused key needs).
     var sampleKeys: [Int32] = []
     /// Keys by `Series` once a batch has more than a few (linear search before).
@@ -55,8 +54,14 @@ struct SampleCounter {
         counts[index].add(event: sample.event, duration: sample.duration, curve: sample.curve, placement: sample.placement,
                           systemHeight: sample.height - sample.accessoryHeight, safeAreaBottom: sample.safeAreaBottom,
                           coldStartMs: sample.coldStartMs, preloaded: sample.preloaded)
-        sizes[index] += 1
         sampleKeys.append(Int32(truncatingIfNeeded: index))
+    }
+
+    /// Accepted samples per key (counted from `sampleKeys` once, not a third array to update per sample).
+    var sizes: [Int] {
+        var sizes = [Int](repeating: 0, count: series.count)
+        for key in sampleKeys { sizes[Int(key)] += 1 }
+        return sizes
     }
 
     mutating func find(_ key: Series) -> Int {
@@ -68,7 +73,6 @@ struct SampleCounter {
         }
         series.append(key)
         counts.append(SeriesCounts())
-        sizes.append(0)
         let index = series.count - 1
         if series.count == Self.linearLimit + 1 {
             for (i, known) in series.enumerated() {

@@ -36,7 +36,8 @@ extension FieldRules {
     /// `curve`: an integer from 0 to 15.
     @inline(__always)
     public static func curve(_ value: Double) throws(FieldError) -> Int {
-        guard value.rounded() == value, (0...15).contains(value) else {
+        // In range and whole (what `value.rounded() == value` asks, without libm's `round` call).
+        guard (0...15).contains(value), Double(Int(value)) == value else {
             throw FieldError(field: "curve", reason: "must be an integer between 0 and 15")
         }
         return Int(value)

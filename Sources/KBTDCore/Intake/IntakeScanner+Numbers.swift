@@ -135,7 +135,10 @@ extension IntakeScanner {
             i += run
         }
         var scale = 0
-        if base[i] == UInt8(ascii: ".") {
+        if base[i] == UInt8(ascii: "."), i + 2 < end, base[i + 1] == UInt8(ascii: "0"), base[i + 2] &- UInt8(ascii: "0") >= 10 {
+            // `x.0` (how most encoders write a whole Double): the value of x, without a word of fraction digits.
+            i += 2
+        } else if base[i] == UInt8(ascii: ".") {
             i += 1
             guard i + 8 <= end else { return try parseNumber() }
             x = Self.digitWord(base, i)
@@ -183,11 +186,12 @@ extension IntakeScanner {
         return ((high &+ low) >> 32) & 0xFFFF_FFFF
     }
 
+    /// 10^0 ... 10^7 (a constant array the compiler lays out statically: no
+    /// table built on the stack each call, which also cost the caller a stack-protector check).
+    static let integerPowersOfTen: [UInt64] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000]
+
     @inline(__always)
     static func powerOfTen(_ count: Int) -> UInt64 {
-        // 10^0 ... 10^7
-        let table: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
-            (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
-        return withUnsafeBytes(of: table) { $0.load(fromByteOffset: count * 8, as: UInt64.self) }
+        integerPowersOfTen[count]
     }
 }

@@ -28,8 +28,14 @@ extension IntakeScanner {
         } else if byte == UInt8(ascii: "\"") {
             fields.set(field, .string, bits: UInt64(bitPattern: Int64(try stringCode(field))))
         } else {
-            record(try parseValue(depth: depth), field: field, in: &fields)
+            try scanOtherValue(field, in: &fields, depth: depth)
         }
+    }
+
+    /// A field's value that is neither a number nor a string (out of line: rare, and it keeps `scanFieldValue` small).
+    @inline(never)
+    mutating func scanOtherValue(_ field: Int, in fields: inout SampleFields, depth: Int) throws(ParseError) {
+        record(try parseValue(depth: depth), field: field, in: &fields)
     }
 
     /// A string member's code (as `record` gives it): events and orientations
@@ -142,41 +148,52 @@ extension IntakeScanner {
     }
 
     /// One sample's checks; what passed, as numbers and interned strings' indices.
+    ///
+    /// When every member has the type its field wants (or an optional one is
+    /// absent or null: `SampleFields.typesAsExpected`, one test for all
+    /// fourteen), no type check can fail and the same checks run without
+    /// them; otherwise each field's type is checked where the reference checks it.
     mutating func checkSample(_ fields: SampleFields) throws(FieldError) -> CheckedSample {
-        let t = try number(fields, SampleFields.t)
+        fields.typesAsExpected ? try checkSample(fields, typed: true) : try checkSample(fields, typed: false)
+    }
+
+    /// The checks in the reference's order; `typed`: the types are known to be right (see `checkSample(_:)`).
+    @inline(__always)
+    mutating func checkSample(_ fields: SampleFields, typed: Bool) throws(FieldError) -> CheckedSample {
+        let t = try number(fields, SampleFields.t, typed)
         try rules.checkTime(t, now: now)
 
-        let eventCode = try string(fields, SampleFields.event)
+        let eventCode = try string(fields, SampleFields.event, typed)
         guard eventCode >= 0 else { throw FieldRules.unknownEvent }
         let event: KeyboardEvent = eventCode == 0 ? .show : eventCode == 1 ? .hide : .change
-        let languageID = try string(fields, SampleFields.language)
+        let languageID = try string(fields, SampleFields.language, typed)
         if !languageValid[languageID], let problem = FieldRules.languageProblem(interned[languageID]) {
             throw FieldError(field: "language", reason: problem)
         }
-        let orientationCode = try string(fields, SampleFields.orientation)
+        let orientationCode = try string(fields, SampleFields.orientation, typed)
         guard orientationCode >= 0 else { throw FieldRules.unknownOrientation }
         let orientation: Orientation = orientationCode == 0 ? .portrait : .landscape
         let keyboardType: Int
-        if let typeID = try optionalString(fields, SampleFields.keyboardType) {
+        if let typeID = try optionalString(fields, SampleFields.keyboardType, typed) {
             if !keyboardTypeValid[typeID] { _ = try FieldRules.keyboardType(interned[typeID]) }
             keyboardType = typeID
         } else {
             keyboardType = defaultKeyboardTypeID()
         }
-        let floating = try optionalBool(fields, SampleFields.floating) ?? false
-        let hardware = try optionalBool(fields, SampleFields.hardware) ?? false
-        let preloaded = try optionalBool(fields, SampleFields.preloaded) ?? false
+        let floating = try optionalBool(fields, SampleFields.floating, typed) ?? false
+        let hardware = try optionalBool(fields, SampleFields.hardware, typed) ?? false
+        let preloaded = try optionalBool(fields, SampleFields.preloaded, typed) ?? false
 
-        let height = try number(fields, SampleFields.height)
+        let height = try number(fields, SampleFields.height, typed)
         try FieldRules.checkHeight(height, event: event, hardware: hardware)
-        let accessory = try optionalNumber(fields, SampleFields.accessory) ?? 0
+        let accessory = try optionalNumber(fields, SampleFields.accessory, typed) ?? 0
         try FieldRules.checkPart(accessory, of: height, field: "accessory_height")
-        let safeArea = try optionalNumber(fields, SampleFields.safeArea) ?? 0
+        let safeArea = try optionalNumber(fields, SampleFields.safeArea, typed) ?? 0
         try FieldRules.checkPart(safeArea, of: height, field: "safe_area_bottom")
-        let duration = try number(fields, SampleFields.duration)
+        let duration = try number(fields, SampleFields.duration, typed)
         try FieldRules.checkDuration(duration)
-        let curve = try FieldRules.curve(try number(fields, SampleFields.curve))
-        let coldStart = try optionalNumber(fields, SampleFields.coldStart)
+        let curve = try FieldRules.curve(try number(fields, SampleFields.curve, typed))
+        let coldStart = try optionalNumber(fields, SampleFields.coldStart, typed)
         try FieldRules.checkColdStart(coldStart, event: event)
         return CheckedSample(
             t: t, event: event, language: languageID, orientation: orientation, keyboardType: keyboardType,
@@ -194,49 +211,51 @@ extension IntakeScanner {
             hardwareKeyboard: checked.hardwareKeyboard)
     }
 
-    /// A member's value bits when it holds `kind` (nil when absent or null); throws, naming the field, for another type.
+    /// A member's value bits when it holds `kind` (nil when absent or null); throws, naming the field, for another type
+    /// (`typed`: the type is known to be `kind` when present).
     @inline(__always)
-    func present(_ fields: SampleFields, _ field: Int, _ kind: ScannedKind, _ expected: String) throws(FieldError) -> UInt64? {
+    func present(_ fields: SampleFields, _ field: Int, _ kind: ScannedKind, _ expected: String, _ typed: Bool) throws(FieldError) -> UInt64? {
         let found = fields.kind(field)
         guard found != .absent, found != .null else { return nil }
-        guard found == kind else {
+        guard typed || found == kind else {
             throw FieldError(field: SampleFields.names[field], reason: "must be \(expected), not \(found.typeName)")
         }
         return fields.bits(field)
     }
 
-    /// As `present`, for a member that must be there.
+    /// As `present`, for a member that must be there (`typed`: it is, with type `kind`).
     @inline(__always)
-    func required(_ fields: SampleFields, _ field: Int, _ kind: ScannedKind, _ expected: String) throws(FieldError) -> UInt64 {
-        guard let bits = try present(fields, field, kind, expected) else {
+    func required(_ fields: SampleFields, _ field: Int, _ kind: ScannedKind, _ expected: String, _ typed: Bool) throws(FieldError) -> UInt64 {
+        if typed { return fields.bits(field) }
+        guard let bits = try present(fields, field, kind, expected, false) else {
             throw FieldError(field: SampleFields.names[field], reason: "is required")
         }
         return bits
     }
 
     @inline(__always)
-    func number(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Double {
-        Double(bitPattern: try required(fields, field, .number, "a number"))
+    func number(_ fields: SampleFields, _ field: Int, _ typed: Bool) throws(FieldError) -> Double {
+        Double(bitPattern: try required(fields, field, .number, "a number", typed))
     }
 
     @inline(__always)
-    func optionalNumber(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Double? {
-        try present(fields, field, .number, "a number").map(Double.init(bitPattern:))
+    func optionalNumber(_ fields: SampleFields, _ field: Int, _ typed: Bool) throws(FieldError) -> Double? {
+        try present(fields, field, .number, "a number", typed).map(Double.init(bitPattern:))
     }
 
     /// A required string member's code.
     @inline(__always)
-    func string(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Int {
-        Int(Int64(bitPattern: try required(fields, field, .string, "a string")))
+    func string(_ fields: SampleFields, _ field: Int, _ typed: Bool) throws(FieldError) -> Int {
+        Int(Int64(bitPattern: try required(fields, field, .string, "a string", typed)))
     }
 
     @inline(__always)
-    func optionalString(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Int? {
-        try present(fields, field, .string, "a string").map { Int(Int64(bitPattern: $0)) }
+    func optionalString(_ fields: SampleFields, _ field: Int, _ typed: Bool) throws(FieldError) -> Int? {
+        try present(fields, field, .string, "a string", typed).map { Int(Int64(bitPattern: $0)) }
     }
 
     @inline(__always)
-    func optionalBool(_ fields: SampleFields, _ field: Int) throws(FieldError) -> Bool? {
-        try present(fields, field, .bool, "a boolean").map { $0 != 0 }
+    func optionalBool(_ fields: SampleFields, _ field: Int, _ typed: Bool) throws(FieldError) -> Bool? {
+        try present(fields, field, .bool, "a boolean", typed).map { $0 != 0 }
     }
 }

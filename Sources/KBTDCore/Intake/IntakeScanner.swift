@@ -185,7 +185,11 @@ struct IntakeScanner {
         counter = SampleCounter()
         rejected = []
         guard !empty else { return }
-        if !counting { samples.reserveCapacity(min(rules.maxSamples, bytes.count / 64 + 1)) }
+        if counting {
+            counter.sampleKeys.reserveCapacity(min(rules.maxSamples, bytes.count / 64 + 1))
+        } else {
+            samples.reserveCapacity(min(rules.maxSamples, bytes.count / 64 + 1))
+        }
         while true {
             skipWhitespace()
             let entry = entryCount
@@ -237,32 +241,22 @@ struct IntakeScanner {
                 position += 1
                 skipWhitespace()
             } else {
-                let keyStart = index
-                let key = try parseString()
-                field = Self.sampleField(key)
+                field = try scanKey(position: position, in: &fields, seen: &seen, others: &others, depth: depth)
+                position += 1
                 if field < 0 {
-                    // Any other key as a `String` (as the parser's dictionary compares keys).
-                    if position < 16 { setKeyHint(position, 0) }
-                    position += 1
-                    try scanOtherMember(String(decoding: key, as: UTF8.self), in: &fields, seen: &seen, others: &others, depth: depth)
                     guard try endOfMember() else { return fields }
                     continue
                 }
-                if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
-                    index += 1
-                    if position < 16 {
-                        let length = index - keyStart
-                        setKeyHint(position, keyStart < 1 << 32 && length < 256
-                                   ? UInt64(field) << 40 | UInt64(length) << 32 | UInt64(keyStart) : 0)
-                    }
-                    skipWhitespace()
-                } else {
-                    if position < 16 { setKeyHint(position, 0) }
-                    try expectColon()
-                }
-                position += 1
             }
-            try scanFieldValue(field, in: &fields, depth: depth)
+            // A number or a string here (as `scanFieldValue` reads them, without its call), the rest
+            // (other types, the end of the body) in `scanFieldValue`.
+            if index < bytes.count, case let byte = bytes[index], byte &- UInt8(ascii: "0") < 10 || byte == UInt8(ascii: "-") {
+                fields.set(field, .number, bits: try parseNumberFast().bitPattern)
+            } else if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+                fields.set(field, .string, bits: UInt64(bitPattern: Int64(try stringCode(field))))
+            } else {
+                try scanFieldValue(field, in: &fields, depth: depth)
+            }
             let bit = UInt16(1) &<< UInt16(truncatingIfNeeded: field)  // field: 0-13
             guard seen & bit == 0 else { throw duplicate(SampleFields.names[field]) }
             seen |= bit
@@ -272,6 +266,38 @@ struct IntakeScanner {
                 guard try endOfMember() else { return fields }
             }
         }
+    }
+
+    /// A sample member's key read in full (the previous sample's key bytes at
+    /// `position` did not match) and its colon: the key's field, its hint
+    /// for the next sample recorded. Any other key (-1) has its value and
+    /// duplicate check read here too (`scanOtherMember`). Out of line: the
+    /// member loop stays small (the first sample of a batch comes this way).
+    @inline(never)
+    mutating func scanKey(position: Int, in fields: inout SampleFields, seen: inout UInt16, others: inout Set<String>?,
+                          depth: Int) throws(ParseError) -> Int {
+        let keyStart = index
+        let key = try parseString()
+        let field = Self.sampleField(key)
+        if field < 0 {
+            // Any other key as a `String` (as the parser's dictionary compares keys).
+            if position < 16 { setKeyHint(position, 0) }
+            try scanOtherMember(String(decoding: key, as: UTF8.self), in: &fields, seen: &seen, others: &others, depth: depth)
+            return -1
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
+            index += 1
+            if position < 16 {
+                let length = index - keyStart
+                setKeyHint(position, keyStart < 1 << 32 && length < 256
+                           ? UInt64(field) << 40 | UInt64(length) << 32 | UInt64(keyStart) : 0)
+            }
+            skipWhitespace()
+        } else {
+            if position < 16 { setKeyHint(position, 0) }
+            try expectColon()
+        }
+        return field
     }
 
     /// (Mutating: read in place, not from a copy of the 16 words.)

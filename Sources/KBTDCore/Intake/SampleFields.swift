@@ -16,6 +16,38 @@ struct SampleFields {
     private var values: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
                          UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
+    /// Each field's kind where `checkSample` wants it (4 bits a field): the
+    /// required ones (t, event, language, orientation, height, duration,
+    /// curve) and the optional ones, which may also be absent or null.
+    /// (Literals, so reading them costs nothing; `SampleFieldsTests` checks them against `kinds(_:)` and `mask(_:)`.)
+    static let requiredKinds: UInt64 = 0x0003_3003_0000_4443
+    static let optionalKinds: UInt64 = 0x0030_0330_2224_0000
+    static let requiredMask: UInt64 = 0x000F_F00F_0000_FFFF
+    static let optionalMask: UInt64 = 0x00F0_0FF0_FFFF_0000
+
+    /// The nibbles of `kinds` for these fields' kinds.
+    static func kinds(_ pairs: [(Int, ScannedKind)]) -> UInt64 {
+        pairs.reduce(0) { $0 | UInt64($1.1.rawValue) << UInt64($1.0 * 4) }
+    }
+
+    /// 0xF in each nibble of `kinds` that is not zero.
+    static func mask(_ kinds: UInt64) -> UInt64 {
+        (0..<16).reduce(0) { kinds >> UInt64($1 * 4) & 15 != 0 ? $0 | 15 << UInt64($1 * 4) : $0 }
+    }
+
+    /// Whether every member has its field's type: each required one present
+    /// with it, each optional one absent, null or with it (no type check of
+    /// `checkSample` can fail). Fields are 4-bit nibbles of `kinds`.
+    @inline(__always)
+    var typesAsExpected: Bool {
+        guard kinds & Self.requiredMask == Self.requiredKinds else { return false }
+        // Per optional nibble: zero when the kind is the expected one; zero when absent (0) or null (1).
+        let other = (kinds ^ Self.optionalKinds) & Self.optionalMask
+        let present = kinds & Self.optionalMask & 0xEEEE_EEEE_EEEE_EEEE
+        @inline(__always) func nonZero(_ v: UInt64) -> UInt64 { (v | v >> 1 | v >> 2 | v >> 3) & 0x1111_1111_1111_1111 }
+        return nonZero(other) & nonZero(present) == 0
+    }
+
     @inline(__always)
     func kind(_ field: Int) -> ScannedKind {
         // Only `set` writes these bits, always a ScannedKind's raw value (0-6).

@@ -45,6 +45,30 @@ public struct SeriesKey: Hashable, Sendable, Comparable {
         hasher.combine(fieldHash)
     }
 
+    /// What a `Set` or `Dictionary` hashes: the one word `fieldHash`, through `Int`'s one-word
+    /// SipHash (what `hash(into:)` with that word gives), not a `Hasher` built, fed and finalised.
+    public func _rawHashValue(seed: Int) -> Int {
+        fieldHash._rawHashValue(seed: seed)
+    }
+
+    /// One word for this key and up to three small fields of a count key that holds it
+    /// (`HeightCountKey`, `SeriesBin`, ...): the fields folded into `fieldHash` one at a time,
+    /// each step a bijection of the word for a given field (xor, then a multiply by an odd
+    /// constant), so two keys of one series that differ in a field differ here. A count key hashes
+    /// this one word (`hash(into:)`, `_rawHashValue(seed:)`: SipHash of one word, keyed by the
+    /// table's seed) instead of its `SeriesKey` and each field: a commit hashes every count's key
+    /// when it adds up its batches and when it writes them. `fieldHash` is keyed by the process's
+    /// random seed, so which fields collide here is not something a client can aim at; `==` still
+    /// compares every field.
+    @inline(__always)
+    func word(_ a: Int, _ b: Int = 0, _ c: Int = 0) -> Int {
+        var word = UInt64(bitPattern: Int64(fieldHash))
+        word = (word ^ UInt64(bitPattern: Int64(a))) &* 0x9E37_79B9_7F4A_7C15
+        word = ((word << 26 | word >> 38) ^ UInt64(bitPattern: Int64(b))) &* 0xBF58_476D_1CE4_E5B9
+        word = ((word << 26 | word >> 38) ^ UInt64(bitPattern: Int64(c))) &* 0x94D0_49BB_1331_11EB
+        return Int(Int64(bitPattern: word))
+    }
+
     public static func == (a: SeriesKey, b: SeriesKey) -> Bool {
         a.fieldHash == b.fieldHash && a.osMajor == b.osMajor && a.orientation == b.orientation
             && a.model == b.model && a.language == b.language && a.keyboardType == b.keyboardType

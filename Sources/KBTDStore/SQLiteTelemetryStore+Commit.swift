@@ -101,7 +101,8 @@ extension SQLiteTelemetryStore {
         try db.inTransaction(.immediate) {
             var plan = CommitPlan(batches)
             let insertBatch = try statement(Self.insertBatchID)
-            var claimed: Set<String> = []
+            var taken: [Bool] = []
+            taken.reserveCapacity(plan.claims.count)
             for batch in plan.claims {
                 try insertBatch.finish(batch.batchID.withCString { id in
                     batch.model.withCString { model in
@@ -113,9 +114,9 @@ extension SQLiteTelemetryStore {
                         }
                     }
                 })
-                if db.changes == 1 { claimed.insert(batch.batchID) }
+                taken.append(db.changes == 1)
             }
-            plan.settle(claimed: claimed)
+            plan.settle(taken: taken)
             return try apply(plan)
         }
     }

@@ -48,48 +48,48 @@ public struct SeriesBin: Hashable, Sendable {
 }
 
 // The count keys hash one word (`SeriesKey.word`): their series' hash with their other fields
-// folded in. Every commit hashes each of them when it adds up its batches and when it writes
-// them; a `Hasher` fed the series' hash and each field cost about three times as much.
+// folded in, mixed with a table's seed (`SeriesKey.mix`). Every commit hashes each of them when it
+// adds up its batches; a `Hasher` fed the series' hash and each field cost about ten times as much.
 
 extension HeightCountKey {
     public func hash(into hasher: inout Hasher) { hasher.combine(word) }
-    public func _rawHashValue(seed: Int) -> Int { word._rawHashValue(seed: seed) }
+    public func _rawHashValue(seed: Int) -> Int { SeriesKey.mix(word, seed: seed) }
     private var word: Int { series.word(placement.ordinal, halfPoints) }
 }
 
 extension AnimationCountKey {
     public func hash(into hasher: inout Hasher) { hasher.combine(word) }
-    public func _rawHashValue(seed: Int) -> Int { word._rawHashValue(seed: seed) }
+    public func _rawHashValue(seed: Int) -> Int { SeriesKey.mix(word, seed: seed) }
     private var word: Int { series.word(event.ordinal, bin.durationMs, bin.curve) }
 }
 
 extension ColdStartCountKey {
     public func hash(into hasher: inout Hasher) { hasher.combine(word) }
-    public func _rawHashValue(seed: Int) -> Int { word._rawHashValue(seed: seed) }
+    public func _rawHashValue(seed: Int) -> Int { SeriesKey.mix(word, seed: seed) }
     private var word: Int { series.word(preloaded ? 1 : 0, bucket) }
 }
 
 extension SeriesBin {
     public func hash(into hasher: inout Hasher) { hasher.combine(word) }
-    public func _rawHashValue(seed: Int) -> Int { word._rawHashValue(seed: seed) }
+    public func _rawHashValue(seed: Int) -> Int { SeriesKey.mix(word, seed: seed) }
     private var word: Int { series.word(halfPoints) }
 }
 
 extension ReleaseBin {
     public func hash(into hasher: inout Hasher) { hasher.combine(word) }
-    public func _rawHashValue(seed: Int) -> Int { word._rawHashValue(seed: seed) }
+    public func _rawHashValue(seed: Int) -> Int { SeriesKey.mix(word, seed: seed) }
     private var word: Int { series.word(minor, halfPoints) }
 }
 
 extension ReleaseKey {
     public func hash(into hasher: inout Hasher) { hasher.combine(word) }
-    public func _rawHashValue(seed: Int) -> Int { word._rawHashValue(seed: seed) }
+    public func _rawHashValue(seed: Int) -> Int { SeriesKey.mix(word, seed: seed) }
     private var word: Int { series.word(minor) }
 }
 
 extension DayVoteBin {
     public func hash(into hasher: inout Hasher) { hasher.combine(word) }
-    public func _rawHashValue(seed: Int) -> Int { word._rawHashValue(seed: seed) }
+    public func _rawHashValue(seed: Int) -> Int { SeriesKey.mix(word, seed: seed) }
     private var word: Int { series.word(day, halfPoints) }
 }
 

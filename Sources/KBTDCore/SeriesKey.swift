@@ -45,18 +45,34 @@ public struct SeriesKey: Hashable, Sendable, Comparable {
         hasher.combine(fieldHash)
     }
 
-    /// What a `Set` or `Dictionary` hashes: the one word `fieldHash`, through `Int`'s one-word
-    /// SipHash (what `hash(into:)` with that word gives), not a `Hasher` built, fed and finalised.
+    /// What a `Set` or `Dictionary` hashes: the one word `fieldHash` mixed with the table's seed
+    /// (`SeriesKey.mix`), not a `Hasher` built, fed and finalised.
     public func _rawHashValue(seed: Int) -> Int {
-        fieldHash._rawHashValue(seed: seed)
+        Self.mix(fieldHash, seed: seed)
+    }
+
+    /// A table's hash of a key's word (`fieldHash`, or `word(_:_:_:)`): the word xor the table's
+    /// seed through MurmurHash3's 64-bit finaliser (every output bit depends on every input bit).
+    /// The word is already keyed by the process's random seed (`fieldHash` is SipHash of the
+    /// strings under it), so a client cannot choose keys whose words collide; the finaliser only
+    /// spreads it over the table's buckets, as `Hasher` would, in 8 instructions instead of about 60.
+    @inline(__always)
+    public static func mix(_ word: Int, seed: Int) -> Int {
+        var x = UInt64(bitPattern: Int64(word ^ seed))
+        x ^= x >> 33
+        x &*= 0xFF51_AFD7_ED55_8CCD
+        x ^= x >> 33
+        x &*= 0xC4CE_B9FE_1A85_EC53
+        x ^= x >> 33
+        return Int(Int64(bitPattern: x))
     }
 
     /// One word for this key and up to three small fields of a count key that holds it
     /// (`HeightCountKey`, `SeriesBin`, ...): the fields folded into `fieldHash` one at a time,
     /// each step a bijection of the word for a given field (xor, then a multiply by an odd
     /// constant), so two keys of one series that differ in a field differ here. A count key hashes
-    /// this one word (`hash(into:)`, `_rawHashValue(seed:)`: SipHash of one word, keyed by the
-    /// table's seed) instead of its `SeriesKey` and each field: a commit hashes every count's key
+    /// this one word (`hash(into:)`; `_rawHashValue(seed:)`: `mix` with the table's seed) instead
+    /// of its `SeriesKey` and each field: a commit hashes every count's key
     /// when it adds up its batches and when it writes them. `fieldHash` is keyed by the process's
     /// random seed, so which fields collide here is not something a client can aim at; `==` still
     /// compares every field.

@@ -198,6 +198,8 @@ extension SQLiteTelemetryStore {
     /// their keys. Returns the sources stored for the first time (`WrittenSources`).
     @discardableResult
     func write(_ delta: AggregateDelta, seenAt: Int64) throws(SQLiteError) -> WrittenSources {
+        // A table's rows keep their keys' texts for the next table's (`SQLiteRows.key`); none outlive the commit.
+        defer { rows.removeAll() }
         try upsert(Self.heightCounts, delta.heights) { key, count, row in
             row.key(key.series); row.text(key.placement.rawValue); row.double(HeightBin.points(key.halfPoints)); row.int(count)
         }
@@ -263,7 +265,7 @@ extension SQLiteTelemetryStore {
         var gathered = rows
         rows = SQLiteRows()  // `gathered` holds the buffers alone: appending copies nothing
         defer {
-            gathered.removeAll()
+            gathered.removeParameters()
             rows = gathered
         }
         for (key, value) in entries { row(key, value, &gathered) }

@@ -15,8 +15,8 @@ public struct CommitPlan: Sendable {
     /// The first batch of each distinct id, ids in sorted order: what the store
     /// claims (two nodes claiming overlapping retries lock the ids alike).
     public let claims: [PendingBatch]
-    /// Per batch: the first occurrence of its id in the commit.
-    private let isFirst: [Bool]
+    /// Per claim (`claims`' order): the index of that batch in `batches`, its id's first occurrence.
+    private let claimIndices: [Int]
     /// Per batch: new (claimed here, its first occurrence in the commit) or a retry.
     public private(set) var stored: [Bool] = []
     /// The counts of the new batches.
@@ -34,10 +34,8 @@ public struct CommitPlan: Sendable {
         var first: [String: Int] = [:]
         first.reserveCapacity(batches.count)
         for index in batches.indices.reversed() { first[batches[index].batchID] = index }
-        var isFirst = [Bool](repeating: false, count: batches.count)
-        for index in first.values { isFirst[index] = true }
-        self.isFirst = isFirst
-        claims = first.values.sorted { batches[$0].batchID < batches[$1].batchID }.map { batches[$0] }
+        claimIndices = first.values.sorted { batches[$0].batchID < batches[$1].batchID }
+        claims = claimIndices.map { batches[$0] }
         now = batches.map(\.receivedAt).max() ?? 0
     }
 
@@ -49,17 +47,23 @@ public struct CommitPlan: Sendable {
     /// counts are taken as they are), and when every new batch is a trusted peer's the trusted
     /// keys are the commit's keys, found once.
     public mutating func settle(claimed: Set<String>) {
-        stored = []
-        stored.reserveCapacity(batches.count)
+        settle(taken: claims.map { claimed.contains($0.batchID) })
+    }
+
+    /// `settle(claimed:)` from what each claim gave, in `claims`' order (`taken[i]`: the store
+    /// did not have `claims[i]`'s id and stored it now), for a store that claims the ids one at a
+    /// time: no set of ids built, no id hashed again.
+    public mutating func settle(taken: [Bool]) {
+        precondition(taken.count == claims.count, "one answer a claim")
+        // A claim is its id's first occurrence in the commit: the batches stored are the claims taken.
+        stored = [Bool](repeating: false, count: batches.count)
+        for (claim, index) in claimIndices.enumerated() where taken[claim] { stored[index] = true }
         trustedKeys = []
         var newDeltas: [AggregateDelta] = []
         newDeltas.reserveCapacity(batches.count)
         var allTrusted = true
         var trustedBatches: [Int] = []
-        for (index, batch) in batches.enumerated() {
-            let isNew = isFirst[index] && claimed.contains(batch.batchID)
-            stored.append(isNew)
-            guard isNew else { continue }
+        for (index, batch) in batches.enumerated() where stored[index] {
             newDeltas.append(batch.delta)
             if batch.source == .trusted { trustedBatches.append(index) } else { allTrusted = false }
         }

@@ -47,8 +47,19 @@ struct SQLiteRows {
         case null
     }
 
+    /// Where a key's four texts sit in `texts` (`key(_:)`).
+    private struct KeyTexts {
+        var model: Int
+        var language: Int
+        var orientation: Int
+        var keyboardType: Int
+    }
+
     private(set) var parameters: [Parameter] = []
     private var texts: [UInt8] = []
+    /// The keys whose texts `texts` holds: a key's later rows, in this table or the commit's next
+    /// ones, bind the same bytes (a commit's rows are about ten a key across its tables).
+    private var keyTexts: [SeriesKey: KeyTexts] = [:]
 
     var isEmpty: Bool { parameters.isEmpty }
 
@@ -56,26 +67,53 @@ struct SQLiteRows {
     mutating func double(_ value: Double) { parameters.append(.double(value)) }
     mutating func null() { parameters.append(.null) }
     mutating func text(_ value: String) {
-        parameters.append(.text(texts.count))
+        parameters.append(.text(append(value)))
+    }
+
+    /// Copies `value` into `texts`, NUL-terminated; returns its offset.
+    private mutating func append(_ value: String) -> Int {
+        let offset = texts.count
         if value.utf8.withContiguousStorageIfAvailable({ texts.append(contentsOf: $0) }) == nil {
             texts.append(contentsOf: value.utf8)
         }
         texts.append(0)
+        return offset
     }
 
     /// A key's five columns (`model, os_major, language, orientation, keyboard_type`), the order
-    /// every keyed table's upsert starts with.
+    /// every keyed table's upsert starts with. Its texts are copied once until `removeAll()`.
     mutating func key(_ key: SeriesKey) {
-        text(key.model)
-        int(Int64(key.osMajor))
-        text(key.language)
-        text(key.orientation.rawValue)
-        text(key.keyboardType)
+        let at: KeyTexts
+        if let known = keyTexts[key] {
+            at = known
+        } else {
+            at = KeyTexts(model: append(key.model), language: append(key.language),
+                          orientation: append(key.orientation.rawValue), keyboardType: append(key.keyboardType))
+            keyTexts[key] = at
+        }
+        parameters.append(.text(at.model))
+        parameters.append(.int(Int64(key.osMajor)))
+        parameters.append(.text(at.language))
+        parameters.append(.text(at.orientation))
+        parameters.append(.text(at.keyboardType))
     }
 
+    /// The text a `.text` parameter points at (what SQLite reads there).
+    func text(at offset: Int) -> String {
+        let end = texts[offset...].firstIndex(of: 0)!
+        return String(decoding: texts[offset..<end], as: UTF8.self)
+    }
+
+    /// Empties the rows; the texts stay, for the next table's rows of the same commit.
+    mutating func removeParameters() {
+        parameters.removeAll(keepingCapacity: true)
+    }
+
+    /// Empties the rows and the texts (a commit's start).
     mutating func removeAll() {
         parameters.removeAll(keepingCapacity: true)
         texts.removeAll(keepingCapacity: true)
+        keyTexts.removeAll(keepingCapacity: true)
     }
 
     /// Binds `parameters[range]` to the statement's parameters 1, 2, ..., steps once, resets and
@@ -115,7 +153,7 @@ package enum UpsertStyle: Sendable {
 
 extension SQLiteTelemetryStore {
     /// Upserts `rows` (every row `upsert.width` parameters) in chunks of 64, 32, ... 1 rows
-    /// (or one a row, `upsertStyle == .perRow`), then empties `rows`.
+    /// (or one a row, `upsertStyle == .perRow`), then empties `rows` (their texts stay: `removeParameters`).
     func run(_ upsert: MultiRowUpsert, _ rows: inout SQLiteRows) throws(SQLiteError) {
         let count = rows.parameters.count
         precondition(count % upsert.width == 0, "a row of \(upsert.width) parameters")
@@ -130,7 +168,7 @@ extension SQLiteTelemetryStore {
             try statement.finish(rows.step(statement.handle, start..<end))
             start = end
         }
-        rows.removeAll()
+        rows.removeParameters()
     }
 
     /// The prepared statement for `1 << power` rows of `upsert`, cached by slot (no hash of its text).

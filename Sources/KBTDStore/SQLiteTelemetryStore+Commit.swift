@@ -101,7 +101,8 @@ extension SQLiteTelemetryStore {
         try db.inTransaction(.immediate) {
             var plan = CommitPlan(batches)
             let insertBatch = try statement(Self.insertBatchID)
-            var claimed: Set<String> = []
+            var taken: [Bool] = []
+            taken.reserveCapacity(plan.claims.count)
             for batch in plan.claims {
                 try insertBatch.finish(batch.batchID.withCString { id in
                     batch.model.withCString { model in
@@ -113,9 +114,9 @@ extension SQLiteTelemetryStore {
                         }
                     }
                 })
-                if db.changes == 1 { claimed.insert(batch.batchID) }
+                taken.append(db.changes == 1)
             }
-            plan.settle(claimed: claimed)
+            plan.settle(taken: taken)
             return try apply(plan)
         }
     }
@@ -197,6 +198,8 @@ extension SQLiteTelemetryStore {
     /// their keys. Returns the sources stored for the first time (`WrittenSources`).
     @discardableResult
     func write(_ delta: AggregateDelta, seenAt: Int64) throws(SQLiteError) -> WrittenSources {
+        // A table's rows keep their keys' texts for the next table's (`SQLiteRows.key`); none outlive the commit.
+        defer { rows.removeAll() }
         try upsert(Self.heightCounts, delta.heights) { key, count, row in
             row.key(key.series); row.text(key.placement.rawValue); row.double(HeightBin.points(key.halfPoints)); row.int(count)
         }
@@ -262,7 +265,7 @@ extension SQLiteTelemetryStore {
         var gathered = rows
         rows = SQLiteRows()  // `gathered` holds the buffers alone: appending copies nothing
         defer {
-            gathered.removeAll()
+            gathered.removeParameters()
             rows = gathered
         }
         for (key, value) in entries { row(key, value, &gathered) }

@@ -74,6 +74,25 @@ struct CommitSumTests {
         }
     }
 
+    /// `settle(taken:)` (the SQLite store's: one answer a claim, in `claims`' order) settles as
+    /// `settle(claimed:)` with the set of the ids taken, ids repeated in the commit and retried included.
+    @Test func settlingFromEachClaimsAnswerIsSettlingFromTheSetOfIDsTaken() {
+        for seed in 1...40 as ClosedRange<UInt64> {
+            var random = SplitMix64(seed: seed &* 131)
+            for group in Self.groups(seed: seed, count: 3) {
+                var byAnswer = CommitPlan(group)
+                var bySet = byAnswer
+                let taken = byAnswer.claims.map { _ in random.next() % 4 != 0 }
+                byAnswer.settle(taken: taken)
+                bySet.settle(claimed: Set(zip(bySet.claims, taken).filter(\.1).map(\.0.batchID)))
+                #expect(byAnswer.stored == bySet.stored, "seed \(seed)")
+                #expect(byAnswer.stored.filter { $0 }.count == taken.filter { $0 }.count)
+                #expect(byAnswer.added == bySet.added)
+                #expect(byAnswer.addedKeys == bySet.addedKeys && byAnswer.trustedKeys == bySet.trustedKeys)
+            }
+        }
+    }
+
     /// Every table's rows, but the columns that hold a commit's time (a group commit's is its latest
     /// batch's receipt, a commit of one batch that batch's), each value through `quote()`, sorted.
     static func rows(_ store: SQLiteTelemetryStore) throws -> [String: [String]] {

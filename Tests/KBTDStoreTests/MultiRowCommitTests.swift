@@ -113,3 +113,56 @@ struct MultiRowCommitTests {
         #expect(ids == 67)
     }
 }
+
+/// `SQLiteRows` copies a key's texts once and points its later rows at them, in the same table's
+/// rows and the next table's (`removeParameters` keeps the texts), until `removeAll`: every row's
+/// text parameters must read back the row's own key, long texts and short, keys met again or not.
+@Suite("SQLite rows: a key's texts copied once")
+struct SQLiteRowsKeyTextTests {
+    static let keys = [
+        SeriesKey(model: "iPhone17,1", osMajor: 26, language: "en-US", orientation: .portrait, keyboardType: "default"),
+        SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .landscape, keyboardType: "default"),
+        SeriesKey(model: "iPhone14,6", osMajor: 18, language: "zh-Hans-CN-variant-long", orientation: .portrait,
+                  keyboardType: "asciiCapableNumberPad"),
+        SeriesKey(model: "iPhone17,1", osMajor: 18, language: "en-US", orientation: .portrait, keyboardType: "default"),
+    ]
+
+    /// The row's parameters as they read: texts through their offsets.
+    static func values(_ rows: SQLiteRows) -> [String] {
+        rows.parameters.map { parameter in
+            switch parameter {
+            case .text(let at): rows.text(at: at)
+            case .int(let value): "\(value)"
+            case .double(let value): "\(value)"
+            case .null: "NULL"
+            }
+        }
+    }
+
+    static func expected(_ key: SeriesKey, _ rest: String) -> [String] {
+        [key.model, "\(key.osMajor)", key.language, key.orientation.rawValue, key.keyboardType, rest]
+    }
+
+    @Test func everyRowReadsItsOwnKeyAcrossTablesAndCommits() {
+        var rows = SQLiteRows()
+        for commit in 0..<2 {
+            // A first table: keys in an order with repeats, a text of the row's own between them.
+            let first = [0, 1, 0, 2, 1, 3, 0]
+            for (n, k) in first.enumerated() {
+                rows.key(Self.keys[k])
+                rows.text("row \(n) of commit \(commit)")
+            }
+            #expect(Self.values(rows) == first.enumerated().flatMap { Self.expected(Self.keys[$1], "row \($0) of commit \(commit)") })
+            rows.removeParameters()
+            // The next table: keys met in the first and one not.
+            let second = [3, 2, 2, 0]
+            for k in second {
+                rows.key(Self.keys[k])
+                rows.int(Int64(k))
+            }
+            #expect(Self.values(rows) == second.flatMap { Self.expected(Self.keys[$0], "\($0)") })
+            rows.removeAll()
+            #expect(rows.isEmpty)
+        }
+    }
+}

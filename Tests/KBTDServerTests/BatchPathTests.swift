@@ -218,8 +218,16 @@ struct BatchPathTests {
     /// The batch path needs no cooperative-pool thread: the intake and the commit run in a task on
     /// the connection's event loop, and the writer's completion resumes the task there. With every
     /// pool thread held, a batch is still answered; it used to wait for a pool thread twice (to
-    /// start its task, and to go on once the writer had committed it).
+    /// start its task, and to go on once the writer had committed it). It holds the whole pool, so
+    /// it runs in a test process of its own (`AloneInAProcess`): in the suite's, the tests running
+    /// beside it hold pool threads too (it once waited 60 s for them under load) and would starve.
     @Test(.ownThreads) func aBatchIsAnsweredWhileEveryPoolThreadIsBusy() async throws {
+        let name = "aBatchIsAnsweredWhileEveryPoolThreadIsBusy"
+        guard AloneInAProcess.isThisProcess(for: name) else {
+            let result = try await AloneInAProcess.run(name)
+            #expect(AloneInAProcess.passedOneTest(result), "exit \(result.status)\n\(result.stdout)\n\(result.stderr)")
+            return
+        }
         let app = try InProcessApp()
         let channel = try await Self.connection(app.app)
         let body = gzip(batchBody(samples: shows(4, height: 336)))

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A test that needs the whole process to itself: it holds every thread of Swift's cooperative
 /// pool, which the suite's other tests, run in parallel, use too. In the suite's process such a
@@ -23,20 +20,14 @@ package enum AloneInAProcess {
         ProcessInfo.processInfo.environment[variable] == name
     }
 
-    /// Runs the test function `name` alone in a new test process and records an issue, with that
-    /// process's output, unless it ran exactly that one test and it passed.
+    /// Runs the test function `name` alone in a new test process (killed after `timeout` seconds);
+    /// `passedOneTest` tells whether it ran exactly that test and it passed.
     package static func run(_ name: String, timeout: Double = 300) async throws -> CommandResult {
         var environment = ProcessInfo.processInfo.environment
         environment[variable] = name
         // The Swift Testing runner of this test binary (`swift test` starts it the same way).
-        let run = try ProgramRun(CommandLine.arguments[0], ["--testing-library", "swift-testing", "--filter", "\(name)\\("],
-                                 environment: environment, directory: nil)
-        let pid = run.process.processIdentifier, exited = run.exited
-        let watchdog = DispatchWorkItem { if !exited.hasFired { kill(pid, SIGTERM) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-        await exited.wait()
-        watchdog.cancel()
-        return run.result()
+        return try await runProgram(CommandLine.arguments[0], ["--testing-library", "swift-testing", "--filter", "\(name)\\("],
+                                    environment: environment, timeout: timeout)
     }
 
     /// Whether `result` is a run of exactly one test that passed.

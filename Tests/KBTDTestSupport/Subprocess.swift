@@ -49,8 +49,8 @@ struct ProgramRun {
 /// Runs a program to its end without holding a thread: the termination handler resumes the
 /// caller; a Dispatch timer kills it (SIGTERM) after `timeout`. Output goes through files.
 package func runProgram(_ executable: String, _ arguments: [String], directory workingDirectory: URL? = nil,
-                timeout: Double = 120) async throws -> CommandResult {
-    let run = try ProgramRun(executable, arguments, environment: nil, directory: workingDirectory)
+                environment: [String: String]? = nil, timeout: Double = 120) async throws -> CommandResult {
+    let run = try ProgramRun(executable, arguments, environment: environment, directory: workingDirectory)
     let pid = run.process.processIdentifier, exited = run.exited
     let watchdog = DispatchWorkItem { if !exited.hasFired { kill(pid, SIGTERM) } }
     DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A test that needs the whole process to itself: it holds every thread of Swift's cooperative
 /// pool, which the suite's other tests, run in parallel, use too. In the suite's process such a
@@ -8,7 +9,8 @@ import Foundation
 ///
 ///     @Test(.ownThreads) func holdsThePool() async throws {
 ///         guard AloneInAProcess.isThisProcess(for: "holdsThePool") else {
-///             try await AloneInAProcess.run("holdsThePool"); return
+///             try await AloneInAProcess.run("holdsThePool")
+///             return
 ///         }
 ///         ... the test itself ...
 ///     }
@@ -20,20 +22,20 @@ package enum AloneInAProcess {
         ProcessInfo.processInfo.environment[variable] == name
     }
 
-    /// Runs the test function `name` alone in a new test process (killed after `timeout` seconds);
-    /// `passedOneTest` tells whether it ran exactly that test and it passed.
-    package static func run(_ name: String, timeout: Double = 300) async throws -> CommandResult {
+    /// Runs the test function `name` alone in a new test process (killed after `timeout` seconds) and
+    /// records an issue, with that process's status and output, unless it ran exactly that one test
+    /// and the test passed (a filter that matched nothing fails too).
+    package static func run(_ name: String, timeout: Double = 300,
+                            sourceLocation: SourceLocation = #_sourceLocation) async throws {
         var environment = ProcessInfo.processInfo.environment
         environment[variable] = name
         // The Swift Testing runner of this test binary (`swift test` starts it the same way).
-        return try await runProgram(CommandLine.arguments[0], ["--testing-library", "swift-testing", "--filter", "\(name)\\("],
-                                    environment: environment, timeout: timeout)
-    }
-
-    /// Whether `result` is a run of exactly one test that passed.
-    package static func passedOneTest(_ result: CommandResult) -> Bool {
+        let result = try await runProgram(CommandLine.arguments[0], ["--testing-library", "swift-testing", "--filter", "\(name)\\("],
+                                          environment: environment, timeout: timeout)
         // Swift Testing reports on standard error when it is not a terminal.
         let report = result.stdout + result.stderr
-        return result.status == 0 && report.contains("Test run with 1 test in 1 suite passed after")
+        if result.status != 0 || !report.contains("Test run with 1 test in 1 suite passed after") {
+            Issue.record("\(name) alone in a process of its own: exit \(result.status)\n\(report)", sourceLocation: sourceLocation)
+        }
     }
 }

@@ -47,6 +47,8 @@ final class WALCheckpointer: Sendable {
     private let state = Mutex(State())
     private let wakeup = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
+    /// Broadcast after each checkpoint this thread runs (`waitForPasses`).
+    private let passed = NSCondition()
 
     /// Starts the thread (`kbtd-checkpoint`); its connection opens on first use.
     init(databasePath: String) {
@@ -62,6 +64,20 @@ final class WALCheckpointer: Sendable {
 
     /// Checkpoints this thread has run, and the last one's error: what the tests read.
     var passes: (count: Int, lastError: String?) { state.withLock { ($0.passes, $0.lastError) } }
+
+    /// Waits until this thread has run more than `count` checkpoints, at most `timeout` seconds;
+    /// true when it has (what the tests wait for instead of polling `passes`).
+    func waitForPasses(beyond count: Int, timeout: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        passed.lock()
+        defer { passed.unlock() }
+        // `passes` is read under `passed`'s lock, which the thread takes after each pass's update:
+        // a pass between the read and the wait still wakes it.
+        while passes.count <= count {
+            if !passed.wait(until: deadline) { return passes.count > count }
+        }
+        return true
+    }
 
     /// Frames the writer's commits have written since it opened.
     var framesWritten: Int { state.withLock { $0.written } }
@@ -126,6 +142,9 @@ final class WALCheckpointer: Sendable {
             } catch {
                 state.withLock { $0.requested = false; $0.lastError = "\(error)" }
             }
+            passed.lock()
+            passed.broadcast()
+            passed.unlock()
         }
     }
 }

@@ -38,17 +38,16 @@ struct WALCheckpointerTests {
         #expect(try Self.idsInDatabaseFile(path) == 0)
         var committed = 0
         var number = 0
-        // Enough frames for the thread to be asked (500), not for the writer's own checkpoint (4,000).
-        while checkpointer.passes.count == 0 && number < 200 {
+        // Commits until 500 frames wait to be copied (the thread is asked then), far from the
+        // writer's own checkpoint at 4,000; a group of 200 batches writes a few dozen frames.
+        while checkpointer.framesWritten < WALCheckpointer.backgroundFrames {
             _ = try store.commit(Self.group(number))
             try store.durability?.syncWritten()
             committed += 200
             number += 1
-            if number >= 3 { Thread.sleep(forTimeInterval: 0.05) }
         }
-        let deadline = Date().addingTimeInterval(20)
-        while checkpointer.passes.count == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        #expect(checkpointer.passes.count >= 1)
+        #expect(checkpointer.waitForPasses(beyond: 0, timeout: 20),
+                "no checkpoint within 20 s of \(checkpointer.framesWritten) frames in the log")
         #expect(checkpointer.passes.lastError == nil)
         let inFile = try Self.idsInDatabaseFile(path)
         #expect(inFile > 0 && inFile <= Int64(committed), "\(inFile) of \(committed) ids in the database file")

@@ -2,6 +2,12 @@
 
 # Ports, kbtd's start and bounded waits: lib/daemon.sh (start_kbtd, wait_until, kernel_port, with_port_retry).
 source "$(dirname "${BASH_SOURCE[0]}")/daemon.sh"
+# process_ticks PID...: user + system clock ticks (1/CLK_TCK s) of those processes, all their threads, summed
+# (fields 14 and 15 of /proc/PID/stat, counted after the name, which may hold spaces); a gone process counts 0.
+process_ticks() {
+  local p
+  for p in "$@"; do awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null; done | awk '{s += $1} END {print s + 0}'
+}
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # wrk prints latencies as 812.00us, 1.93ms or 1.02s: in ms.
 to_ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us$/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v*=1000}; printf "%.3f\n", v}'; }

@@ -48,6 +48,13 @@ public indirect enum JSONOutput: Sendable, Equatable {
 
     static func writeString(_ string: String, to out: inout String) {
         out += "\""
+        // Most strings need no escape: appended whole. In UTF-8 no byte of a multi-byte scalar is
+        // below 0x80, so testing the bytes finds exactly the scalars the loop below escapes.
+        guard string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            out += string
+            out += "\""
+            return
+        }
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

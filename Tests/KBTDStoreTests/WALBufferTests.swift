@@ -9,7 +9,7 @@ import Testing
 /// The daemon's writer opens its database through `CSQLiteWALBuffer`'s VFS: a commit's log frames
 /// (two writes each, a header and a page) leave in one pwrite, written before SQLite makes them
 /// visible, and a reader on SQLite's default VFS reads every commit as soon as it returns.
-@Suite("A commit's log frames in one write", .ownThreads, .timeLimit(.minutes(2)))
+@Suite("A commit's log frames in one write", .ownThreads, .timeLimit(.minutes(10)))
 struct WALBufferTests {
     @Test func aCommitsFramesLeaveInOneWriteAndAReaderSeesEachCommit() throws {
         let directory = TestPaths.temporaryDirectory()

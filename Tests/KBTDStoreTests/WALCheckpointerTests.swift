@@ -7,7 +7,7 @@ import Testing
 /// The daemon's writer (`SQLiteTelemetryStore(deferredSync:)`) leaves the log's checkpoints to a
 /// thread of their own (`WALCheckpointer`): its commits copy nothing into the database file, the
 /// thread does, and the writer's last checkpoint of a long log lets the log start over.
-@Suite("Checkpoints on a thread of their own", .ownThreads, .timeLimit(.minutes(2)))
+@Suite("Checkpoints on a thread of their own", .ownThreads, .timeLimit(.minutes(10)))
 struct WALCheckpointerTests {
     /// A group of batches with random ids (each claims a row of the batch index) over a few keys.
     static func group(_ number: Int, size: Int = 200) -> [PendingBatch] {

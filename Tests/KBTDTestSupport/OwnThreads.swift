@@ -16,7 +16,8 @@ import Glibc
 ///
 /// At most `BlockingTestExecutor.width` such test cases run at once (waiting
 /// for a slot suspends, it holds no thread), so a parallel run does not start
-/// every daemon of the suite at the same moment on a 2-core machine.
+/// every daemon of the suite at the same moment on a 2-core machine. A suite's
+/// `.timeLimit` counts that wait too: the `.ownThreads` suites take 10 minutes.
 package struct OwnThreadsTrait: SuiteTrait, TestTrait, TestScoping {
     package var isRecursive: Bool { true }
 

@@ -47,14 +47,21 @@ public indirect enum JSONOutput: Sendable, Equatable {
     }
 
     static func writeString(_ string: String, to out: inout String) {
-        out += "\""
         // Most strings need no escape: appended whole. In UTF-8 no byte of a multi-byte scalar is
-        // below 0x80, so testing the bytes finds exactly the scalars the loop below escapes.
+        // below 0x80, so testing the bytes finds exactly the scalars `writeEachScalar` escapes.
         guard string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            out += "\""
             out += string
             out += "\""
             return
         }
+        writeEachScalar(string, to: &out)
+    }
+
+    /// A string quoted, scalar by scalar, escaping what JSON requires: `writeString`'s way for a
+    /// string that needs any escape, and the tests' reference for the whole-string path.
+    static func writeEachScalar(_ string: String, to out: inout String) {
+        out += "\""
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

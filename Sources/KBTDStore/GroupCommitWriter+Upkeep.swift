@@ -34,7 +34,7 @@ extension GroupCommitWriter {
     /// Runs `delete` a slice of 5,000 keys at a time until a slice comes back short, handing
     /// each slice to `onForget`; returns how many keys went when any did (a failure is logged).
     func deleteKeysInSlices(_ what: String, onForget: ([SeriesKey]) -> Void,
-                                    _ delete: (Int) async throws -> [SeriesKey]) async -> Int? {
+                            _ delete: (Int) async throws -> [SeriesKey]) async -> Int? {
         var total = 0
         do {
             while true {

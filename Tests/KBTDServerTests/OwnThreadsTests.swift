@@ -24,3 +24,25 @@ struct PoolThreadsTests {
         #expect(!BlockingTestExecutor.isCurrentThreadOwn)
     }
 }
+
+/// The rule `.ownThreads` enforces: its tests take a time limit of 10 minutes or none, since the
+/// limit counts the wait for a turn (`OwnThreadsTrait.prepare(for:)` refuses a shorter one).
+@Suite("An .ownThreads test refuses a time limit under 10 minutes")
+struct OwnThreadsTimeLimitTests {
+    @Test func aLimitUnderTenMinutesIsRefusedAndTenOrNoneIsTaken() throws {
+        #expect(throws: OwnThreadsTrait.TimeLimitTooShort.self) { try OwnThreadsTrait.check(timeLimit: .seconds(120)) }
+        #expect(throws: OwnThreadsTrait.TimeLimitTooShort.self) { try OwnThreadsTrait.check(timeLimit: .seconds(599)) }
+        try OwnThreadsTrait.check(timeLimit: .seconds(600))
+        try OwnThreadsTrait.check(timeLimit: .seconds(1800))
+        try OwnThreadsTrait.check(timeLimit: nil)
+    }
+
+    /// What the check reads: a test's `timeLimit` holds its suite's (the case that failed a parallel
+    /// run was a test-level `.ownThreads` inside a 2-minute suite).
+    @Suite("A suite's time limit", .timeLimit(.minutes(2)))
+    struct Inherited {
+        @Test func reachesItsTests() {
+            #expect(Test.current?.timeLimit == .seconds(120))
+        }
+    }
+}

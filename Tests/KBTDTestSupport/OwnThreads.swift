@@ -17,9 +17,33 @@ import Glibc
 /// At most `BlockingTestExecutor.width` such test cases run at once (waiting
 /// for a slot suspends, it holds no thread), so a parallel run does not start
 /// every daemon of the suite at the same moment on a 2-core machine. A suite's
-/// `.timeLimit` counts that wait too: the `.ownThreads` suites take 10 minutes.
+/// `.timeLimit` counts that wait too: the `.ownThreads` suites take 10 minutes,
+/// and a test with `.ownThreads` under a shorter limit (its own or its suite's)
+/// fails before it runs (`prepare(for:)`), not only in a parallel run that keeps it waiting.
 package struct OwnThreadsTrait: SuiteTrait, TestTrait, TestScoping {
     package var isRecursive: Bool { true }
+
+    /// The shortest `.timeLimit` an `.ownThreads` test may have (none is fine).
+    package static let minimumTimeLimit: Duration = .seconds(600)
+
+    /// Why a test with `.ownThreads` may not run: a time limit under `minimumTimeLimit`.
+    package struct TimeLimitTooShort: Error, CustomStringConvertible {
+        package var limit: Duration
+        package var description: String {
+            "an .ownThreads test needs .timeLimit(.minutes(10)) or none, not \(limit): the limit counts "
+                + "the wait for a turn among the .ownThreads test cases (at most \(BlockingTestExecutor.width) run at once)"
+        }
+    }
+
+    /// Throws `TimeLimitTooShort` for a time limit under `minimumTimeLimit`.
+    package static func check(timeLimit: Duration?) throws {
+        if let timeLimit, timeLimit < minimumTimeLimit { throw TimeLimitTooShort(limit: timeLimit) }
+    }
+
+    /// Refuses a test (or suite) whose time limit, its own or inherited from its suites, is too short.
+    package func prepare(for test: Test) async throws {
+        try Self.check(timeLimit: test.timeLimit)
+    }
 
     /// Once per test case (not around a whole suite, nor around a parameterised test's cases).
     package func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {

@@ -468,9 +468,9 @@ struct BatchPathPoolTests {
         let channel = try await BatchPathTests.connection(app.app)
         let body = gzip(batchBody(samples: shows(4, height: 336)))
         let sent = BatchPathTests.Sent(name: "a batch while the pool is held",
-                        headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip"),
-                                  ("Content-Length", String(body.count))],
-                        chunks: [body])
+                                       headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip"),
+                                                 ("Content-Length", String(body.count))],
+                                       chunks: [body])
         // At most the pool's width (one thread per logical CPU), so all of them start.
         let pool = PoolHold(threads: ProcessInfo.processInfo.activeProcessorCount)
         try pool.hold(until: Deadline(60, for: "\(pool.threads) cooperative-pool threads to be held"))

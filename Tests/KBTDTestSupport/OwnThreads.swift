@@ -29,8 +29,10 @@ package struct OwnThreadsTrait: SuiteTrait, TestTrait, TestScoping {
     /// Why a test with `.ownThreads` may not run: a time limit under `minimumTimeLimit`.
     package struct TimeLimitTooShort: Error, CustomStringConvertible {
         package var limit: Duration
+        /// Names the minimum from `minimumTimeLimit`, so the message cannot drift from the check.
         package var description: String {
-            "an .ownThreads test needs .timeLimit(.minutes(10)) or none, not \(limit): the limit counts "
+            "an .ownThreads test needs .timeLimit(.minutes(\(minimumTimeLimit.components.seconds / 60))) or more, or none, "
+                + "not \(limit): the limit counts "
                 + "the wait for a turn among the .ownThreads test cases (at most \(BlockingTestExecutor.width) run at once)"
         }
     }

@@ -178,13 +178,13 @@ struct Ingest: ParsableCommand {
             }
             var mine: [Double] = []
             var counts: [Int: Int] = [:]
-            var scheduled = ContinuousClock.now + .nanoseconds(Int64(Double(worker) * interval * 1e9 / Double(connections)))
+            var scheduled = ContinuousClock.now + .seconds(Double(worker) * interval / Double(connections))
             while ContinuousClock.now < deadline {
                 let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
                 guard index < requests.count else { break }
                 if interval > 0 {
                     if scheduled > ContinuousClock.now { Thread.sleep(forTimeInterval: (scheduled - ContinuousClock.now) / .seconds(1)) }
-                    scheduled = scheduled + .nanoseconds(Int64(interval * 1e9))  // whole milliseconds would send faster than --rate
+                    scheduled = scheduled + .seconds(interval)  // not rounded to whole milliseconds, which sent faster than --rate
                 }
                 let sent = ContinuousClock.now
                 guard let status = try? connection.roundTrip(requests[index]) else {

@@ -66,6 +66,21 @@ public final class BodyInflater {
         return try streaming!.finish()
     }
 
+    /// Inflates a whole body at once, with `feed` and `finish`'s results and errors: a gzip body
+    /// that is one whole member goes to `WholeMemberInflater` (one libdeflate call), anything else
+    /// to zlib. For a caller that holds the compressed body until it has all arrived, so that a
+    /// body still arriving never holds inflated bytes.
+    ///
+    ///     let json = try BodyInflater.inflate(body, coding: .gzip, maxOutput: 8 << 20)
+    public static func inflate(_ body: [UInt8], coding: ContentCoding, maxOutput: Int) throws(InflateError) -> [UInt8] {
+        if coding == .gzip, let output = WholeMemberInflater.inflate(body, maxOutput: maxOutput) {
+            return output
+        }
+        let inflater = StreamingInflater(coding: coding, maxOutput: maxOutput)
+        try inflater.feed(body)
+        return try inflater.finish()
+    }
+
     /// Hands the body to zlib: the held chunks first, as they arrived.
     private func stream() throws(InflateError) {
         let inflater = StreamingInflater(coding: coding, maxOutput: maxOutput)

@@ -207,7 +207,10 @@ struct ProxyTests {
 
         let local = try HTTPTestConnection(.tcp(host: "127.0.0.1", port: proxyPort))
         try local.send(v2(command: 0, family: 0x00, addresses: []))
-        #expect(try local.request("GET", "/metrics").status == 200, "LOCAL: the proxy's own health check is the proxy")
+        // LOCAL names no client: the client is unknown (untrusted), not the proxy, and not what a forwarding header says.
+        #expect(try local.request("GET", "/metrics").status == 403, "LOCAL: an unknown client")
+        #expect(try local.request("GET", "/metrics", headers: [("X-Forwarded-For", "127.0.0.1")]).status == 403)
+        #expect(try local.request("GET", "/healthz").status == 200, "a proxy's health check still gets its answer")
 
         // X-Forwarded-For from the trusted proxy on the plain port: the same rule.
         let forwarded = try daemon.connection().request("GET", "/metrics", headers: [("X-Forwarded-For", "203.0.113.10")])

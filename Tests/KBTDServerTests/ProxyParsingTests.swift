@@ -109,6 +109,26 @@ struct ProxyParsingTests {
         #expect(resolver.clientAddress(channel: channel, headers: headers)?.ipAddress == "198.51.100.9")
     }
 
+    /// A trusted proxy's PROXY header that names no client (v1 `UNKNOWN`, v2 `LOCAL`) or names the
+    /// proxy itself leaves the client unknown: never the `X-Forwarded-For` the client wrote, which
+    /// let one client invent an address per batch and pass the rate limit.
+    @Test(arguments: [nil, "127.0.0.1"])
+    func aProxyHeaderWithoutAClientMakesTheClientUnknown(_ named: String?) throws {
+        let settings = try SettingsLoader.load(configFile: nil, environment: ["KBTD_TRUSTED_PROXIES": "127.0.0.1"], flags: [:])
+        let resolver = ClientAddressResolver(settings)
+        let channel = EmbeddedChannel()
+        channel.remoteAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 4000)
+        resolver.record(try named.map { try SocketAddress(ipAddress: $0, port: 1) }, for: channel)
+        var headers = HTTPFields()
+        headers[ClientAddressResolver.xForwardedFor] = "198.51.100.23"
+        #expect(resolver.clientAddress(channel: channel, headers: headers) == nil)
+        // A header that names a client is that client, whatever the forwarding header says.
+        let other = EmbeddedChannel()
+        other.remoteAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 4001)
+        resolver.record(try SocketAddress(ipAddress: "203.0.113.7", port: 1), for: other)
+        #expect(resolver.clientAddress(channel: other, headers: headers)?.ipAddress == "203.0.113.7")
+    }
+
     @Test func cidrBlocks() throws {
         let block = try #require(IPNetwork(parsing: "10.1.0.0/16"))
         #expect(block.contains(IPNetwork.addressBytes("10.1.200.3")!))

@@ -253,6 +253,9 @@ package final class TestDaemon: @unchecked Sendable {
         try HTTPTestConnection(.tcp(host: "127.0.0.1", port: port), source: source)
     }
 
+    /// The daemon's process id, once launched.
+    package var pid: Int32? { process?.processIdentifier }
+
     /// The daemon's resident and peak memory (VmRSS, VmHWM), in MiB.
     package func memory() -> (rss: Double, peak: Double) {
         guard let pid = process?.processIdentifier,

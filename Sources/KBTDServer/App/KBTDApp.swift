@@ -154,7 +154,8 @@ public final class KBTDApp: Sendable {
         // One HeightRoutes, so one cache of rendered answers, for the router and the fast path.
         let heightRoutes = HeightRoutes(heights: heights, settings: box, metrics: metrics)
         answers = CachedAnswers(routes: heightRoutes, dates: HTTPDate(), logger: logger)
-        let ingest = IngestRoute(writer: writer, settings: box, metrics: metrics, sourceWeights: sourceWeights, keyGate: keyGate)
+        let ingest = IngestRoute(writer: writer, settings: box, metrics: metrics, sourceWeights: sourceWeights, keyGate: keyGate,
+                                 bodies: BodyBudget())
         let rateLimit = RateLimitMiddleware(limiter: rateLimiter, metrics: metrics)
         let ingestAuth = IngestAuthMiddleware(settings: box, metrics: metrics)
         self.ingest = ingest
@@ -194,6 +195,7 @@ public final class KBTDApp: Sendable {
             let ledger = sourceWeights.ledger
             metrics.refusedVotes.set(Double(ledger.refusedVotes))
             metrics.implausibleVotes.set(Double(ledger.implausibleVotes))
+            metrics.bodyBytesHeld.set(Double(ingest.bodies.held))
         }.on(postgres: postgres, catchUp: catchUp)
         router.get("/healthz", use: operations.health)
         router.group()

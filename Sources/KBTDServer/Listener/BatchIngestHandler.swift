@@ -33,11 +33,18 @@ struct BatchPath: Sendable {
         fastHTTP2 = app.metrics.fastBatches(protocol: FastAnswerProtocol.h2.rawValue)
     }
 
-    /// Whether the batch path takes `head`: `POST /v1/batches` with no query, no `Connection` or
-    /// `Expect` header, while the debug log does not record requests (the router's request log does).
+    /// Whether the batch path takes `head`: `POST /v1/batches` with no query, no `Connection`
+    /// header and no `Expect` but `100-continue`, while the debug log does not record requests (the
+    /// router's request log does).
     func takes(_ head: HTTPRequest) -> Bool {
         head.method == .post && head.path == "/v1/batches" && head.headerFields[.connection] == nil
-            && head.headerFields[.expect] == nil && logger.logLevel > .debug
+            && (head.headerFields[.expect] == nil || Self.expectsContinue(head)) && logger.logLevel > .debug
+    }
+
+    /// Whether the client waits for `100 Continue` before it sends the body (RFC 9110, 10.1.1).
+    static func expectsContinue(_ head: HTTPRequest) -> Bool {
+        let values = head.headerFields[values: .expect]
+        return values.count == 1 && values[0].lowercased().filter { $0 != " " && $0 != "\t" } == "100-continue"
     }
 
     /// The request context the listener's responder would build for this request (`KBTDApp.channels`).
@@ -140,7 +147,7 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 send(path.ingest.rejected(error), context: context)
             }
         case (.reading(let body, let client, let limits), .end):
-            let json: [UInt8]
+            let json: BatchJSON
             do {
                 json = try body.finish()
             } catch {
@@ -170,7 +177,11 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         let limits = path.settings.current.limits
         do {
-            state = .reading(try BatchBody(head.headerFields, limits: limits), client, limits)
+            state = .reading(path.ingest.body(try BatchBody.Framing(head.headerFields, limits: limits), context: client), client, limits)
+            // The head passed every check the body does not decide: the client may send it.
+            if BatchPath.expectsContinue(head) {
+                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponse(status: .continue))), promise: nil)
+            }
         } catch {
             state = .draining
             send(path.ingest.rejected(error), context: context)
@@ -186,15 +197,15 @@ final class BatchIngestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// no cooperative-pool thread takes part, and the commit's completion, from whichever thread,
     /// resumes the task on the loop, which completes the promise and writes the answer in that turn.
     /// JSON over `onLoopJSONBytes` runs in a task on the pool instead; its answer comes back the same way.
-    private func commit(_ json: [UInt8], limits: ServerSettings.Limits, client: KBTDRequestContext, context: ChannelHandlerContext) {
+    private func commit(_ json: BatchJSON, limits: ServerSettings.Limits, client: KBTDRequestContext, context: ChannelHandlerContext) {
         let ingest = path.ingest
         let promise = context.eventLoop.makePromise(of: JSONAnswer.self)
-        if json.count <= Self.onLoopJSONBytes {
+        if json.bytes.count <= Self.onLoopJSONBytes {
             Task(executorPreference: EventLoopTaskExecutor.cached(&taskExecutor, for: context.eventLoop)) {
-                promise.succeed(await ingest.ingest(json: json, limits: limits, context: client))
+                promise.succeed(await ingest.ingest(json, limits: limits, context: client))
             }
         } else {
-            promise.completeWithTask { await ingest.ingest(json: json, limits: limits, context: client) }
+            promise.completeWithTask { await ingest.ingest(json, limits: limits, context: client) }
         }
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         promise.futureResult.whenSuccess { answer in

@@ -19,19 +19,36 @@ import NIOCore
 /// questions at the HTTP level. So a request is either answered here exactly
 /// as the router would answer it, or reaches the router as if this handler
 /// were not there.
-final class CachedAnswerBytesHandler: ChannelInboundHandler, RemovableChannelHandler {
+///
+/// Backpressure: answers are written only as fast as the client reads them. Once a read's answers
+/// pass `flushBytes` they are flushed, and while the channel is not writable (more than its high
+/// watermark, 64 KiB, waits for the socket) no answer is written and no read is made: what waits
+/// is the answers already written and the unanswered bytes of one read. Writing resumes when the
+/// channel is writable again. A client that pipelines requests and never reads its answers so
+/// holds a bounded amount, whatever it sends.
+final class CachedAnswerBytesHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     /// The longest request head read here; a longer one goes to the decoder (which has its own limits).
     static let maxHead = 8192
+    /// Answer bytes written in one turn before they are flushed and the channel's writability checked.
+    static let flushBytes = 64 << 10
 
     private let answers: CachedAnswers
-    /// Bytes of a request head not complete yet.
+    /// Bytes read and not yet answered or passed on: a request head not complete yet, or the
+    /// requests that wait while the client does not read.
     private var pending: ByteBuffer?
     /// Once true, every byte goes to the decoder.
     private(set) var passing = false
+    /// The channel was not writable: nothing is answered or read until it is.
+    private var paused = false
+    /// A `read` asked for while paused.
+    private var readWaiting = false
+    /// The client's half-closure, come while paused: handled after the requests before it.
+    private var inputClosed: Any?
 
     init(_ answers: CachedAnswers) {
         self.answers = answers
@@ -48,8 +65,25 @@ final class CachedAnswerBytesHandler: ChannelInboundHandler, RemovableChannelHan
             bytes = earlier
         }
         pending = nil
+        answer(bytes, context: context)
+    }
+
+    /// Answers the requests at the start of `bytes` while the channel is writable; keeps what is
+    /// left (a partial head, or requests waiting for the client to read) in `pending`.
+    private func answer(_ input: ByteBuffer, context: ChannelHandlerContext) {
+        var bytes = input
         var answered = false
+        var unflushed = 0
         while bytes.readableBytes > 0 {
+            if unflushed >= Self.flushBytes {
+                context.flush()
+                unflushed = 0
+            }
+            if !context.channel.isWritable {
+                paused = true
+                pending = bytes
+                break
+            }
             switch bytes.readableBytesView.withContiguousStorageIfAvailable(Self.parse) ?? .other {
             case .incomplete:
                 pending = bytes
@@ -61,6 +95,7 @@ final class CachedAnswerBytesHandler: ChannelInboundHandler, RemovableChannelHan
                     passOn(bytes, context: context)
                     break
                 }
+                unflushed += answer.readableBytes
                 context.write(wrapOutboundOut(answer), promise: nil)
                 answered = true
                 bytes.moveReaderIndex(forwardBy: length)
@@ -70,13 +105,48 @@ final class CachedAnswerBytesHandler: ChannelInboundHandler, RemovableChannelHan
         }
         if answered {
             context.flush()
+            if !context.channel.isWritable { paused = true }
             context.fireUserInboundEventTriggered(ResponseWrittenBelowCodec())
         }
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if paused, context.channel.isWritable {
+            paused = false
+            if let bytes = pending {
+                pending = nil
+                answer(bytes, context: context)
+            }
+            if !paused {
+                if let event = inputClosed {
+                    inputClosed = nil
+                    userInboundEventTriggered(context: context, event: event)
+                }
+                if readWaiting {
+                    readWaiting = false
+                    context.read()
+                }
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if paused, !passing {
+            readWaiting = true
+            return
+        }
+        context.read()
+    }
+
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The client closed its side: a partial head is the decoder's to judge.
-        if !passing, let event = event as? ChannelEvent, event == .inputClosed {
+        if !passing, let closed = event as? ChannelEvent, closed == .inputClosed {
+            // Requests that wait for the client to read are answered before the closure is handled.
+            if paused {
+                inputClosed = event
+                return
+            }
+            // The client closed its side: a partial head is the decoder's to judge.
             passOn(pending ?? context.channel.allocator.buffer(capacity: 0), context: context)
             pending = nil
         }

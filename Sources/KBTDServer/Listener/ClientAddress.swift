@@ -18,8 +18,9 @@ final class ClientAddressResolver: Sendable {
     }
 
     private let policy: Mutex<Policy>
-    /// Clients named by PROXY headers, by connection, until the connection closes.
-    private let proxied = Mutex<[ObjectIdentifier: SocketAddress]>([:])
+    /// Clients named by PROXY headers, by connection, until the connection closes; nil for a
+    /// header that names no client (v1 `UNKNOWN`, v2 `LOCAL`, a client that is not IP).
+    private let proxied = Mutex<[ObjectIdentifier: SocketAddress?]>([:])
 
     init(_ settings: ServerSettings) {
         policy = Mutex(Policy(trustedProxies: settings.trustedProxies, header: settings.forwardedHeader))
@@ -34,8 +35,8 @@ final class ClientAddressResolver: Sendable {
         policy.withLock { $0.trustedProxies.containsAddress(address) }
     }
 
-    /// Records the client a trusted proxy's PROXY header named for `connection`.
-    func record(_ client: SocketAddress, for connection: any Channel) {
+    /// Records the client a trusted proxy's PROXY header named for `connection` (nil: it named none).
+    func record(_ client: SocketAddress?, for connection: any Channel) {
         let key = ObjectIdentifier(connection)
         proxied.withLock { $0[key] = client }
         connection.closeFuture.whenComplete { [self] _ in _ = proxied.withLock { $0.removeValue(forKey: key) } }
@@ -51,6 +52,10 @@ final class ClientAddressResolver: Sendable {
             table[ObjectIdentifier(channel)] ?? channel.parent.flatMap { table[ObjectIdentifier($0)] }
         }
         if let named {
+            // A PROXY header that names no client, or names the proxy that sent it, leaves the client
+            // unknown (untrusted, `ClientNetwork` "unknown"): never whatever the forwarding header,
+            // which the client wrote, says.
+            guard let named, named.ipAddress != peer?.ipAddress else { return nil }
             client = named
             guard policy.trustedProxies.containsAddress(named) else { return named }
         }

@@ -178,8 +178,13 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
             do {
                 let framing = try BatchBody.Framing(request.headerFields, limits: path.settings.current.limits)
                 taken.framing = framing
-                taken.body = BatchBody(framing)
+                taken.body = path.ingest.body(framing, context: client)
                 streams[stream] = taken
+                if BatchPath.expectsContinue(request) {
+                    context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: [":status": "100"])))),
+                                  promise: nil)
+                    flushPending = true
+                }
             } catch {
                 taken.phase = .refused
                 streams[stream] = taken
@@ -262,13 +267,13 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         let ingest = path.ingest, client = taken.client, answers = self.answers
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: eventLoop)
-        let finished: Result<[UInt8], JSONRefusal>
+        let finished: Result<BatchJSON, JSONRefusal>
         do { finished = .success(try fed.finish()) } catch { finished = .failure(error) }
-        let large = ((try? finished.get())?.count ?? 0) > onLoopJSONBytes
+        let large = ((try? finished.get())?.bytes.count ?? 0) > onLoopJSONBytes
         Task(executorPreference: large ? nil : EventLoopTaskExecutor.cached(&taskExecutor, for: eventLoop)) {
             let answered: JSONAnswer
             switch finished {
-            case .success(let json): answered = await ingest.ingest(json: json, limits: framing.limits, context: client)
+            case .success(let json): answered = await ingest.ingest(json, limits: framing.limits, context: client)
             case .failure(let refusal): answered = ingest.rejected(refusal)
             }
             guard answers.post(answered, on: stream) else { return }

@@ -16,7 +16,8 @@ import NIOHTTPTypesHTTP2
 ///    (swift-nio-http2's defaults, as HummingbirdHTTP2 sets them);
 /// 2. `NIOHTTP2ServerConnectionManagementHandler`: the idle timeout (`idle_timeout_seconds` without
 ///    an open stream) and graceful shutdown (GOAWAY, then close once the streams are done);
-/// 3. `HTTP2FastAnswerHandler`: cached height answers straight from the frames, no stream channel;
+/// 3. `WindowUpdateGuard`: a WINDOW_UPDATE flood ends the connection, as swift-nio-http2 ends a PING flood;
+///    `HTTP2FastAnswerHandler`: cached height answers straight from the frames, no stream channel;
 ///    then `HTTP2BatchHandler`: `POST /v1/batches` streams read and answered from the frames (the batch path);
 /// 4. `HTTP2StreamMultiplexer`: a child channel per other stream, with the stream handlers
 ///    HummingbirdHTTP2 gives one (its HTTP/2 codec, kbtd's request handlers with `EndStreamCoalescer`,
@@ -69,6 +70,7 @@ struct HTTP2Connection: Sendable {
         try pipeline.addHandler(FlushCoalescer())
         try pipeline.addHandler(http2)
         try pipeline.addHandler(manager)
+        try pipeline.addHandler(WindowUpdateGuard())
         try pipeline.addHandler(HTTP2FastAnswerHandler(answers, stallTimeout: stallTimeout))
         try pipeline.addHandler(HTTP2BatchHandler(batches, bodyTimeout: bodyTimeout))
         try pipeline.addHandler(multiplexer)

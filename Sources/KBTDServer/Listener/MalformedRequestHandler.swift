@@ -7,6 +7,8 @@ import NIOHTTPTypes
 
 /// A request NIO's parser refused (a 1 MB URI, 200 KB of headers, garbage)
 /// gets a JSON answer before the connection closes, instead of an empty 400.
+/// Bytes pipelined after a `Connection: close` request are dropped without an answer: that request
+/// closes the connection once it and every request before it are answered.
 final class MalformedRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -24,7 +26,9 @@ final class MalformedRequestHandler: ChannelInboundHandler, RemovableChannelHand
             context.fireErrorCaught(error)
             return
         }
-        guard !answered else { return }
+        // Bytes after a request that said `Connection: close`: that request and those before it are
+        // answered in order (the connection closes after its answer); the bytes after it are not requests.
+        guard parserError != .closedConnection, !answered else { return }
         answered = true
         let status: HTTPResponse.Status = parserError == .headerOverflow ? .init(code: 431, reasonPhrase: "Request Header Fields Too Large") : .badRequest
         let body = JSONOutput.object([

@@ -43,7 +43,11 @@ final class ProxyProtocolHandler: ChannelInboundHandler, RemovableChannelHandler
         case (.needMore, _):
             return
         case (.header(let header, let length), true):
-            if case .client(let client) = header { clients.record(client, for: context.channel) }
+            if case .client(let client) = header {
+                clients.record(client, for: context.channel)
+            } else {
+                clients.record(nil, for: context.channel)
+            }
             buffered!.moveReaderIndex(forwardBy: length)
             pass(context)
         case (.absent, false):

@@ -5,7 +5,7 @@ import NIOCore
 enum ProxyProtocolHeader: Equatable {
     /// The proxy names a TCP client.
     case client(SocketAddress)
-    /// The proxy speaks for itself (v2 `LOCAL`, v1 `UNKNOWN`: health checks) or the client is not IP.
+    /// No client named (v2 `LOCAL`, v1 `UNKNOWN`: a proxy's health checks) or the client is not IP: the client is unknown.
     case local
 
     /// v2's 12-byte signature.

@@ -17,6 +17,7 @@ public final class ServerMetrics: Sendable {
     let storedKeys: Gauge
     let refusedVotes: Gauge
     let implausibleVotes: Gauge
+    let bodyBytesHeld: Gauge
     /// The store kind, and on PostgreSQL the pool and the index catch-up.
     let store: StoreMetrics
     /// Counters by label values, so the hot path does not go through the
@@ -59,6 +60,8 @@ public final class ServerMetrics: Sendable {
                                                                  "Votes given no weight today because a source's ledger budget was spent"))
         implausibleVotes = registry.makeGauge(descriptor: Self.name("votes_implausible_today",
                                                                     "Untrusted votes given no weight today for a height no keyboard has"))
+        bodyBytesHeld = registry.makeGauge(descriptor: Self.name("body_bytes_held", unit: "",
+                                                                  "Bytes request bodies in flight hold (body_budget_bytes bounds it)"))
         store = StoreMetrics(registry: registry, postgres: postgres)
     }
 

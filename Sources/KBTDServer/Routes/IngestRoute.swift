@@ -18,16 +18,24 @@ struct IngestRoute: Sendable {
     let metrics: ServerMetrics
     let sourceWeights: SourceWeights
     let keyGate: KeyGate
+    /// What bodies in flight may hold, on every path together.
+    let bodies: BodyBudget
 
     func handle(_ request: Request, context: KBTDRequestContext) async -> Response {
         let limits = settings.current.limits
-        let json: [UInt8]
+        let json: BatchJSON
         do {
-            json = try await Self.readJSON(request, limits: limits)
+            json = try await readJSON(request, limits: limits, context: context)
         } catch {
             return rejected(error).response
         }
-        return await ingest(json: json, limits: limits, context: context).response
+        return await ingest(json, limits: limits, context: context).response
+    }
+
+    /// A body for a request from `context`'s client, its bytes held under that client's share of
+    /// the `BodyBudget`.
+    func body(_ framing: BatchBody.Framing, context: KBTDRequestContext) -> BatchBody {
+        BatchBody(framing, lease: bodies.lease(network: context.clientNetwork, group: context.clientGroup))
     }
 
     /// A refused body (400, 413, 415), counted.
@@ -38,7 +46,14 @@ struct IngestRoute: Sendable {
 
     /// Validates, counts, screens and commits a whole body: 202 (200 for a duplicate) once the writer
     /// has committed it, 400 for a batch that breaks a rule, 503 when it cannot be stored. Counted.
-    func ingest(json: [UInt8], limits: ServerSettings.Limits, context: KBTDRequestContext) async -> JSONAnswer {
+    /// The body's share of the `BodyBudget` is held until the answer.
+    func ingest(_ body: BatchJSON, limits: ServerSettings.Limits, context: KBTDRequestContext) async -> JSONAnswer {
+        let answer = await ingest(json: body.bytes, limits: limits, context: context)
+        withExtendedLifetime(body.lease) {}
+        return answer
+    }
+
+    private func ingest(json: [UInt8], limits: ServerSettings.Limits, context: KBTDRequestContext) async -> JSONAnswer {
         let rules = FieldRules(maxSamples: limits.maxSamplesPerBatch)
         let now = Date().timeIntervalSince1970
         var batch: CountedBatch
@@ -101,10 +116,10 @@ struct IngestRoute: Sendable {
         ])
     }
 
-    /// Reads a request's body with `BatchBody`: its headers checked, inflated as it streams in,
-    /// both size caps enforced as bytes arrive; a refused body (400, 413, 415) is a `JSONRefusal`.
-    static func readJSON(_ request: Request, limits: ServerSettings.Limits) async throws(JSONRefusal) -> [UInt8] {
-        let body = try BatchBody(request.headers, limits: limits)
+    /// Reads a request's body with `BatchBody`: its headers checked, the wire cap and the budget
+    /// enforced as bytes arrive, inflated once whole; a refused body (400, 413, 415, 503) is a `JSONRefusal`.
+    func readJSON(_ request: Request, limits: ServerSettings.Limits, context: KBTDRequestContext) async throws(JSONRefusal) -> BatchJSON {
+        let body = self.body(try BatchBody.Framing(request.headers, limits: limits), context: context)
         do {
             for try await chunk in request.body {
                 try body.feed(chunk)
@@ -118,11 +133,14 @@ struct IngestRoute: Sendable {
     }
 }
 
-/// One batch's body as it arrives, on either path: the content type and encoding are checked when
-/// it is made (`Framing`: 415; a declared length over the wire cap, 413), each chunk is inflated as it
-/// is fed (413 past either cap, 400 for a stream that does not inflate; a gzip body of up to 256 KiB is
-/// held and inflated in one libdeflate call at its end, `BodyInflater`, with zlib's results and errors),
-/// and `finish()` gives the JSON.
+/// One batch's body as it arrives, on every path (the router, the HTTP/1.1 batch path, h2 batch
+/// streams): the content type and encoding are checked when it is made (`Framing`: 415; a declared
+/// length over the wire cap, 413); each chunk is held as sent, under the client's share of the
+/// `BodyBudget` (413 past `max_compressed_bytes`, 503 past the share); `finish()` inflates the whole
+/// body at once (`BodyInflater.inflate`: one libdeflate call for a whole gzip member, else zlib; 413
+/// past `max_decompressed_bytes`, 400 for a stream that does not inflate) and gives the JSON.
+/// Holding the compressed bytes, not inflating as they arrive, is what bounds a body that never
+/// ends: it holds at most what it sent.
 final class BatchBody {
     /// What the headers alone decide: the coding, or the refusal. Sendable, so a body can be read
     /// on another thread than the one that checked its headers (`HTTP2BatchHandler`).
@@ -180,40 +198,78 @@ final class BatchBody {
     }
 
     private let framing: Framing
-    private let inflater: BodyInflater
+    private let lease: BodyLease
+    /// The body as sent (compressed), held until it has all arrived: a body that never ends holds
+    /// only what it sent, never what that inflates to.
+    private var held: [UInt8] = []
     private var received = 0
 
-    init(_ framing: Framing) {
+    /// A body that holds its bytes under `lease` (`IngestRoute.body`), refused with a 503 once
+    /// the `BodyBudget` has no room for them.
+    init(_ framing: Framing, lease: BodyLease) {
         self.framing = framing
-        let limits = framing.limits
-        inflater = BodyInflater(
-            coding: framing.coding, maxOutput: framing.coding == .identity ? limits.maxCompressedBytes : limits.maxDecompressedBytes)
-    }
-
-    convenience init(_ headers: HTTPFields, limits: ServerSettings.Limits) throws(JSONRefusal) {
-        self.init(try Framing(headers, limits: limits))
+        self.lease = lease
     }
 
     func feed(_ chunk: ByteBuffer) throws(JSONRefusal) {
-        received += chunk.readableBytes
+        let count = chunk.readableBytes
+        received += count
         guard received <= framing.limits.maxCompressedBytes else { throw framing.overWire }
+        if held.count + count > held.capacity {
+            // Grown in powers of two (as an array grows), and counted as allocated before the bytes are copied in.
+            let needed = max(held.count + count, 4096)
+            let capacity = min(1 << (Int.bitWidth - (needed - 1).leadingZeroBitCount), framing.limits.maxCompressedBytes)
+            try hold(capacity)
+            held.reserveCapacity(capacity)
+        }
+        held.append(contentsOf: chunk.readableBytesView)
+    }
+
+    /// The whole body, inflated (413 past `max_decompressed_bytes`, 400 for a stream that does not
+    /// inflate), its lease now holding the JSON instead of the compressed bytes until the intake
+    /// has counted it.
+    func finish() throws(JSONRefusal) -> BatchJSON {
+        // Without a coding the bytes held are the JSON, already counted.
+        guard framing.coding != .identity else { return BatchJSON(bytes: held, lease: lease) }
+        let json: [UInt8]
         do {
-            try inflater.feed(chunk.readableBytesView)
+            json = try BodyInflater.inflate(held, coding: framing.coding, maxOutput: framing.limits.maxDecompressedBytes)
         } catch {
             throw .inflate(error, limits: framing.limits)
         }
+        held = []
+        try hold(json.capacity)
+        return BatchJSON(bytes: json, lease: lease)
     }
 
-    func finish() throws(JSONRefusal) -> [UInt8] {
-        do {
-            return try inflater.finish()
-        } catch {
-            throw .inflate(error, limits: framing.limits)
+    private func hold(_ bytes: Int) throws(JSONRefusal) {
+        if let scope = lease.resize(to: bytes, limit: framing.limits.bodyBudgetBytes) {
+            throw .busy(scope, limits: framing.limits)
         }
     }
 }
 
+/// A whole body's JSON and the share of the `BodyBudget` it holds, given back when the last copy
+/// of this value is gone (the intake and the commit's task are done with the bytes).
+struct BatchJSON: Sendable {
+    let bytes: [UInt8]
+    let lease: BodyLease
+}
+
 extension JSONRefusal {
+    /// No room in the `BodyBudget` for a body's bytes (503 with `Retry-After`): the client network,
+    /// its group or all clients together hold as much as they may; nothing already accepted is lost.
+    static func busy(_ scope: BodyBudget.Scope, limits: ServerSettings.Limits) -> JSONRefusal {
+        let whose = switch scope {
+        case .client: "your network's share (a quarter of body_budget_bytes)"
+        case .group: "your network group's share (half of body_budget_bytes)"
+        case .total: "body_budget_bytes"
+        }
+        return JSONRefusal(status: .serviceUnavailable, error: "too many bodies in flight",
+                           detail: "request bodies still arriving hold all of \(whose); retry later",
+                           retryAfter: limits.retryAfterSeconds)
+    }
+
     /// A body over a size cap (413).
     static func tooLarge(_ detail: String) -> JSONRefusal {
         JSONRefusal(status: .contentTooLarge, error: "body too large", detail: detail)

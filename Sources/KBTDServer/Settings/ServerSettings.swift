@@ -111,6 +111,9 @@ public struct ServerSettings: Sendable, Equatable {
         public var maxCompressedBytes = 1 << 20
         /// Largest body after inflating.
         public var maxDecompressedBytes = 8 << 20
+        /// What every request body in flight may hold together (`BodyBudget`): a quarter per client
+        /// network, half per network group.
+        public var bodyBudgetBytes = 64 << 20
         public var maxSamplesPerBatch = 10_000
         /// Batches waiting for a commit before ingest answers 503.
         public var writeQueueCapacity = 1024

@@ -42,6 +42,8 @@ extension Setting {
              \.limits.maxCompressedBytes),
         .int("max_decompressed_bytes", "Largest body after inflating, bytes.", reloadable: true, 1_024...(1 << 30),
              \.limits.maxDecompressedBytes),
+        .int("body_budget_bytes", "What all request bodies in flight may hold together, bytes (a quarter per client network, half per group).",
+             reloadable: true, 65_536...(1 << 40), \.limits.bodyBudgetBytes),
         .int("max_samples_per_batch", "Most samples one batch may hold.", reloadable: true, 1...1_000_000, \.limits.maxSamplesPerBatch),
         .int("write_queue_capacity", "Batches waiting for a commit before ingest answers 503.", reloadable: true, 1...1_000_000,
              \.limits.writeQueueCapacity),

@@ -204,6 +204,29 @@ struct ReleaseSourceTests {
         #expect(HeightEstimator().estimate(try ReleaseFleet.query(model, "ja-JP", "26.2"), in: trusted).height == old + 4)
     }
 
+    /// 26.2 moved ja-JP honestly (3 networks on every model); then one network reports another
+    /// height under a fresh 26.9 only, with more votes than 26.2 has. A phone on 26.2 is answered
+    /// from 26.2 alone (26.9 comes after it), and a phone on 26.9 from 26.2 (26.9 has one network).
+    @Test func aReleaseWithoutItsOwnSupportDoesNotLendToAPooledAnswer() throws {
+        let estimator = HeightEstimator()
+        let honest = Self.index { _ in 3 }
+        var sprayed = honest
+        for model in ReleaseFleet.models {
+            let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+            sprayed.apply(Self.networkBatch(model: model, os: "26.9", language: "ja-JP", height: old + 10, count: 400,
+                                            network: 9))
+        }
+        for model in ReleaseFleet.models {
+            let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+            for os in ["26.2", "26.9"] {
+                let query = try ReleaseFleet.query(model, "ja-JP", os)
+                let answer = estimator.estimate(query, in: sprayed)
+                #expect(answer == estimator.estimate(query, in: honest), "\(model) \(os): \(answer)")
+                #expect(answer.height == old + 4 && answer.samples == 300, "\(model) \(os): \(answer)")
+            }
+        }
+    }
+
     @Test func releaseSourcesAreRecordedPerBatchAndCountedUpToTheLimit() {
         let model = ReleaseFleet.models[0]
         let batch = Self.networkBatch(model: model, os: "26.2.1", language: "ja-JP", height: 380, count: 3, network: 7)

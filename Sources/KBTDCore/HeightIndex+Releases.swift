@@ -10,10 +10,11 @@ struct ReleaseEntry: Sendable {
 }
 
 /// Where an exact key's pooled lists start (`HeightIndex.slotLists`, by the key's slot):
-/// its release entries and its per-day votes, each `HeightIndex.noEntry` when it has none.
+/// its release entries, its per-day votes and its latest voters, each `HeightIndex.noEntry` when it has none.
 struct SlotLists: Sendable {
     var releases = HeightIndex.noEntry
     var dayVotes = HeightIndex.noEntry
+    var daySources = HeightIndex.noEntry
 }
 
 /// What the index keeps of one key on one OS release: its docked samples (true

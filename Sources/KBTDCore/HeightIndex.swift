@@ -42,6 +42,9 @@ public struct HeightIndex: Sendable {
     /// Per exact key: its votes per UTC day for the last `dayVoteDaysKept` days of data (`VoteAge.swift`).
     var dayVotePool: [DayVotes] = []
     var freeDayVote = HeightIndex.noEntry
+    /// Per exact key: its latest voters and their latest days (`VoteAge.swift`).
+    var daySourcePool: [DaySource] = []
+    var freeDaySource = HeightIndex.noEntry
     /// The latest UTC day with votes: the end of every key's vote horizon (time is the data's, not a clock's).
     public internal(set) var latestVoteDay: Int?
 
@@ -110,6 +113,7 @@ public struct HeightIndex: Sendable {
         for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }
         applyReleases(delta.releases, sources: delta.releaseSources, packed: packed)
         applyDayVotes(delta.dayVotes, packed: packed)
+        applyDaySources(delta.daySources, packed: packed)
     }
 
     /// An exact key's packed form, its strings interned.

@@ -16,9 +16,15 @@ extension HeightEstimator {
         guard chain.releaseAware, let minor else { return whole }
         let releases = index.releases(of: key)
         guard !releases.isEmpty else { return whole }
-        let moved = releases.map(\.minor).filter {
-            releaseMoved(osMajor: key.osMajor, minor: $0, language: key.language, orientation: key.orientation,
-                         keyboardType: key.keyboardType, in: index)
+        // Each decision once per index generation (`ReleaseMoveCache`): a lookup per release of
+        // the key (at most `HeightIndex.maxReleasesPerKey`), not a walk over every model per request.
+        let language = LanguageKey(language: key.language, orientation: key.orientation, keyboardType: key.keyboardType)
+        let moved = releases.map(\.minor).filter { minor in
+            index.releaseMoved(ReleaseMoveKey(language: language, osMajor: key.osMajor, minor: minor,
+                                              minSamples: settings.minSamples, minSources: settings.minSources)) {
+                releaseMoved(osMajor: key.osMajor, minor: minor, language: key.language, orientation: key.orientation,
+                             keyboardType: key.keyboardType, in: index)
+            }
         }
         guard let firstMoved = moved.first else { return whole }
         if let start = moved.last(where: { $0 <= minor }) {

@@ -5,6 +5,7 @@ extension HeightIndex {
     /// index is then what loading the remaining keys from the store builds.
     /// Keys not in the index are ignored. One pass over the exact keys per call.
     public mutating func remove(_ keys: some Sequence<SeriesKey>) {
+        releaseMoves = ReleaseMoveCache()
         var modelLanguageLevels: Set<PackedLevelKey> = []
         var modelLevels: Set<PackedLevelKey> = []
         for key in keys {

@@ -47,6 +47,8 @@ public struct HeightIndex: Sendable {
     var freeDaySource = HeightIndex.noEntry
     /// The latest UTC day with votes: the end of every key's vote horizon (time is the data's, not a clock's).
     public internal(set) var latestVoteDay: Int?
+    /// The estimator's release decisions for this generation of the index (a new one on every change).
+    public internal(set) var releaseMoves = ReleaseMoveCache()
 
     public init() {}
 
@@ -61,6 +63,7 @@ public struct HeightIndex: Sendable {
     /// (key, release, source) once. The stores do: a load passes each `release_sources` row once,
     /// a commit only the rows it added (`CommitPlan.indexDelta`).
     public mutating func apply(_ delta: AggregateDelta) {
+        releaseMoves = ReleaseMoveCache()
         var touched: [SeriesKey: LevelStats] = [:]
         for (key, count) in delta.heights where key.placement == .docked {
             touched[key.series, default: LevelStats()].heights.add(key.halfPoints, count)

@@ -16,7 +16,7 @@ extension AggregateDelta {
             return
         }
         var sizes = (heights: 0, animations: 0, coldStarts: 0, safeAreas: 0, votes: 0, sources: 0, screens: 0,
-                     releases: 0, releaseSources: 0, dayVotes: 0)
+                     releases: 0, releaseSources: 0, dayVotes: 0, daySources: 0)
         for delta in deltas {
             sizes.heights += delta.heights.count
             sizes.animations += delta.animations.count
@@ -28,6 +28,7 @@ extension AggregateDelta {
             sizes.releases += delta.releases.count
             sizes.releaseSources += delta.releaseSources.count
             sizes.dayVotes += delta.dayVotes.count
+            sizes.daySources += delta.daySources.count
         }
         heights = Self.sum(deltas, \.heights, capacity: sizes.heights)
         animations = Self.sum(deltas, \.animations, capacity: sizes.animations)
@@ -39,6 +40,7 @@ extension AggregateDelta {
         releases = Self.sum(deltas, \.releases, capacity: sizes.releases)
         releaseSources = Self.union(deltas, \.releaseSources, capacity: sizes.releaseSources)
         dayVotes = Self.sum(deltas, \.dayVotes, capacity: sizes.dayVotes)
+        daySources = Self.union(deltas, \.daySources, capacity: sizes.daySources)
     }
 
     /// One table of every delta added up, in a dictionary sized once for `capacity` entries.

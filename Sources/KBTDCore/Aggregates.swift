@@ -141,6 +141,9 @@ public struct AggregateDelta: Sendable, Equatable {
     public var releaseSources: [ReleaseKey: Set<SourceID>] = [:]
     /// Votes per UTC day of receipt (`recordDay(receivedAt:)`): what ages the estimate's votes (`VoteAge.swift`).
     public var dayVotes: [DayVoteBin: Int64] = [:]
+    /// Which sources' votes weighed on each key per UTC day (`recordDay(receivedAt:)`; `day_sources`):
+    /// the recent votes outvote the all-time ones only with `min_sources` networks of their own.
+    public var daySources: [DayKey: Set<SourceID>] = [:]
 
     public init() {}
 
@@ -223,6 +226,7 @@ public struct AggregateDelta: Sendable, Equatable {
         releases.merge(other.releases, uniquingKeysWith: +)
         releaseSources.merge(other.releaseSources) { $0.union($1) }
         dayVotes.merge(other.dayVotes, uniquingKeysWith: +)
+        daySources.merge(other.daySources) { $0.union($1) }
     }
 
     public var isEmpty: Bool {
@@ -368,6 +372,7 @@ extension AggregateDelta {
         kept.releases = releases.filter { isIncluded($0.key.series) }
         kept.releaseSources = releaseSources.filter { isIncluded($0.key.series) }
         kept.dayVotes = dayVotes.filter { isIncluded($0.key.series) }
+        kept.daySources = daySources.filter { isIncluded($0.key.series) }
         return kept
     }
 }

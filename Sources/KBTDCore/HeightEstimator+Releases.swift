@@ -5,8 +5,9 @@ extension HeightEstimator {
     /// What level 1 answers from for `key` asked on release `key.osMajor`.`minor`:
     /// the key's stats on its OS major, unless a release of that major moved this
     /// keyboard (`releaseMoved`). Then a phone on a release from a moving one on is
-    /// answered from the releases from that one up to the next moving one (when they have
-    /// `min_samples` and `min_sources` of their own, `supportsRelease`), and a phone
+    /// answered from the releases from that one up to its own (before the next moving one),
+    /// each with `min_sources` of its own (`supportsRelease`), when together they have
+    /// `min_samples`, and a phone
     /// on an earlier release from the key's data without the moved releases, each when
     /// it has the support a level needs (else the whole major answers, as before).
     func releaseSeries(_ key: SeriesKey, minor: Int?, in index: some HeightLevels) -> LevelStats? {
@@ -15,17 +16,24 @@ extension HeightEstimator {
         guard chain.releaseAware, let minor else { return whole }
         let releases = index.releases(of: key)
         guard !releases.isEmpty else { return whole }
-        let moved = releases.map(\.minor).filter {
-            releaseMoved(osMajor: key.osMajor, minor: $0, language: key.language, orientation: key.orientation,
-                         keyboardType: key.keyboardType, in: index)
+        // Each decision once per index generation (`ReleaseMoveCache`): a lookup per release of
+        // the key (at most `HeightIndex.maxReleasesPerKey`), not a walk over every model per request.
+        let language = LanguageKey(language: key.language, orientation: key.orientation, keyboardType: key.keyboardType)
+        let moved = releases.map(\.minor).filter { minor in
+            index.releaseMoved(ReleaseMoveKey(language: language, osMajor: key.osMajor, minor: minor,
+                                              minSamples: settings.minSamples, minSources: settings.minSources)) {
+                releaseMoved(osMajor: key.osMajor, minor: minor, language: key.language, orientation: key.orientation,
+                             keyboardType: key.keyboardType, in: index)
+            }
         }
         guard let firstMoved = moved.first else { return whole }
         if let start = moved.last(where: { $0 <= minor }) {
-            let end = moved.first(where: { $0 > minor }) ?? Int.max
-            let own = releases.filter { $0.minor >= start && $0.minor < end }.map(\.stats)
+            // Only releases up to the phone's own, each with support of its own, lend to the
+            // pooled answer: one network's votes under a later or a thin release must not join
+            // the histogram that answers every phone from the moving release on.
+            let own = releases.filter { $0.minor >= start && $0.minor <= minor && supportsRelease([$0.stats]) }
+                .map(\.stats)
             let stats = Self.level(of: own, like: all)
-            // The release's own truth needs its own sources: one network reporting a bogus
-            // height under a fresh release must not move it for every phone on it.
             return supports(stats) && supportsRelease(own) ? stats : whole
         }
         let stats = Self.level(all, without: releases.filter { $0.minor >= firstMoved }.map(\.stats))

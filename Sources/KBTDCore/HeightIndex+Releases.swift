@@ -10,10 +10,11 @@ struct ReleaseEntry: Sendable {
 }
 
 /// Where an exact key's pooled lists start (`HeightIndex.slotLists`, by the key's slot):
-/// its release entries and its per-day votes, each `HeightIndex.noEntry` when it has none.
+/// its release entries, its per-day votes and its latest voters, each `HeightIndex.noEntry` when it has none.
 struct SlotLists: Sendable {
     var releases = HeightIndex.noEntry
     var dayVotes = HeightIndex.noEntry
+    var daySources = HeightIndex.noEntry
 }
 
 /// What the index keeps of one key on one OS release: its docked samples (true
@@ -32,6 +33,15 @@ public struct ReleaseStats: Sendable, Equatable {
 extension HeightIndex {
     /// The end of a pooled list (and a slot without one).
     static let noEntry = UInt32.max
+
+    /// Releases the index keeps per key (docs/fallback-chain.md, "Point releases"). An OS major
+    /// has had at most 7 point releases so far; a client spraying minors must not grow a key,
+    /// or the estimator's work for it, without bound. Past it a new release takes the place of
+    /// the key's weakest one (fewest sources, untrusted, fewest samples, then the oldest minor):
+    /// a release with support of its own outlasts any number of one network's. A dropped
+    /// release's samples still count for the OS major, as every release's do, and the store
+    /// keeps its rows.
+    public static let maxReleasesPerKey = 16
 
     /// The lists of the exact key in `slot` (slots appended since the array last grew have none).
     func lists(of slot: UInt32) -> SlotLists {
@@ -73,15 +83,36 @@ extension HeightIndex {
             guard let key = touchedKey(release.series, release.minor) else { continue }
             touched[key, default: (release.series.osMajor, ReleaseStats(), [])].sources.formUnion(ids)
         }
-        for (key, entry) in touched {
+        // Weakest first within a key, so that a key given more releases than it keeps (a load)
+        // ends with its strongest ones whatever the dictionary's order.
+        let ordered = touched.sorted { a, b in
+            let (p, q) = (a.key.series, b.key.series)
+            if p != q { return (p.model, p.language, p.kind, p.os) < (q.model, q.language, q.kind, q.os) }
+            let (x, y) = (a.value.stats.samples, b.value.stats.samples)
+            let (sa, sb) = (ReleaseSupport.counting(a.value.sources), ReleaseSupport.counting(b.value.sources))
+            return (sa.strength, x, a.key.minor) < (sb.strength, y, b.key.minor)
+        }
+        for (key, entry) in ordered {
             releaseMinors[entry.major, default: []].insert(key.minor)
             guard let slot = seriesSlots[key.series] else { continue }
             var lists = lists(of: slot)
             var position = lists.releases
+            var held = 0
             while position != Self.noEntry, releasePool[Int(position)].minor != UInt16(key.minor) {
+                held += 1
                 position = releasePool[Int(position)].next
             }
-            if position == Self.noEntry {
+            if position == Self.noEntry, held >= Self.maxReleasesPerKey {
+                // Full: the weakest release gives way to a new one at least as strong (a tie: the
+                // newer data), and its entry takes the new one; a weaker new one is not kept.
+                let weakest = weakestRelease(ofSlot: slot)
+                let kept = releasePool[Int(weakest)].stats
+                guard (ReleaseSupport.counting(entry.sources).strength, entry.stats.samples)
+                        >= (kept.support.strength, kept.samples) else { continue }
+                position = weakest
+                releasePool[Int(position)].stats = ReleaseStats()
+                releasePool[Int(position)].minor = UInt16(key.minor)
+            } else if position == Self.noEntry {
                 let new = ReleaseEntry(stats: ReleaseStats(), minor: UInt16(key.minor), next: lists.releases)
                 if freeRelease != Self.noEntry {
                     position = freeRelease
@@ -98,6 +129,25 @@ extension HeightIndex {
             releasePool[Int(position)].stats.votes.merge(entry.stats.votes, limit: LevelStats.binLimit, keepingTies: true)
             if !entry.sources.isEmpty { releasePool[Int(position)].stats.support.add(entry.sources) }
         }
+    }
+
+    /// The position of the slot's weakest release entry: fewest sources (a trusted one counting
+    /// as the most), then fewest samples, then the lowest minor.
+    private func weakestRelease(ofSlot slot: UInt32) -> UInt32 {
+        var weakest = Self.noEntry
+        var position = lists(of: slot).releases
+        while position != Self.noEntry {
+            let entry = releasePool[Int(position)]
+            if weakest == Self.noEntry {
+                weakest = position
+            } else {
+                let other = releasePool[Int(weakest)]
+                if (entry.stats.support.strength, entry.stats.samples, entry.minor)
+                    < (other.stats.support.strength, other.stats.samples, other.minor) { weakest = position }
+            }
+            position = entry.next
+        }
+        return weakest
     }
 
     /// Drops a removed exact key's releases (their entries go to the pool's free list).

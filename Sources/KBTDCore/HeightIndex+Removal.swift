@@ -5,6 +5,7 @@ extension HeightIndex {
     /// index is then what loading the remaining keys from the store builds.
     /// Keys not in the index are ignored. One pass over the exact keys per call.
     public mutating func remove(_ keys: some Sequence<SeriesKey>) {
+        releaseMoves = ReleaseMoveCache()
         var modelLanguageLevels: Set<PackedLevelKey> = []
         var modelLevels: Set<PackedLevelKey> = []
         for key in keys {
@@ -15,6 +16,7 @@ extension HeightIndex {
             else { continue }
             removeReleases(ofSlot: slot)
             removeDayVotes(ofSlot: slot)
+            removeDaySources(ofSlot: slot)
             modelLanguageLevels.insert(PackedLevelKey(model: model, language: language, kind: kind))
             modelLevels.insert(PackedLevelKey(model: model, language: PackedLevelKey.anyLanguage, kind: kind))
         }
@@ -83,7 +85,8 @@ extension HeightIndex {
         keptLists.reserveCapacity(seriesSlots.count)
         for (key, slot) in seriesSlots {
             let new = live[slot]!
-            if lists(of: slot).releases != Self.noEntry || lists(of: slot).dayVotes != Self.noEntry {
+            let held = lists(of: slot)
+            if held.releases != Self.noEntry || held.dayVotes != Self.noEntry || held.daySources != Self.noEntry {
                 if Int(new) >= keptLists.count { keptLists.append(contentsOf: repeatElement(SlotLists(), count: Int(new) + 1 - keptLists.count)) }
                 keptLists[Int(new)] = lists(of: slot)
             }

@@ -42,8 +42,13 @@ public struct HeightIndex: Sendable {
     /// Per exact key: its votes per UTC day for the last `dayVoteDaysKept` days of data (`VoteAge.swift`).
     var dayVotePool: [DayVotes] = []
     var freeDayVote = HeightIndex.noEntry
+    /// Per exact key: its latest voters and their latest days (`VoteAge.swift`).
+    var daySourcePool: [DaySource] = []
+    var freeDaySource = HeightIndex.noEntry
     /// The latest UTC day with votes: the end of every key's vote horizon (time is the data's, not a clock's).
     public internal(set) var latestVoteDay: Int?
+    /// The estimator's release decisions for this generation of the index (a new one on every change).
+    public internal(set) var releaseMoves = ReleaseMoveCache()
 
     public init() {}
 
@@ -58,6 +63,7 @@ public struct HeightIndex: Sendable {
     /// (key, release, source) once. The stores do: a load passes each `release_sources` row once,
     /// a commit only the rows it added (`CommitPlan.indexDelta`).
     public mutating func apply(_ delta: AggregateDelta) {
+        releaseMoves = ReleaseMoveCache()
         var touched: [SeriesKey: LevelStats] = [:]
         for (key, count) in delta.heights where key.placement == .docked {
             touched[key.series, default: LevelStats()].heights.add(key.halfPoints, count)
@@ -110,6 +116,7 @@ public struct HeightIndex: Sendable {
         for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }
         applyReleases(delta.releases, sources: delta.releaseSources, packed: packed)
         applyDayVotes(delta.dayVotes, packed: packed)
+        applyDaySources(delta.daySources, packed: packed)
     }
 
     /// An exact key's packed form, its strings interned.

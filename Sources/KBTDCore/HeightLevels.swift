@@ -23,12 +23,19 @@ public protocol HeightLevels {
     var latestVoteDay: Int? { get }
     /// The key's votes from UTC day `sinceDay` on (nil when it has none).
     func recentVotes(of key: SeriesKey, sinceDay: Int) -> CountHistogram?
+    /// The distinct sources whose votes on the key weighed from UTC day `sinceDay` on.
+    func recentSupport(of key: SeriesKey, sinceDay: Int) -> ReleaseSupport
+    /// Whether a release moved a keyboard, as `compute` decides it: the index computes it once per
+    /// generation (`ReleaseMoveCache`); a view without a cache computes it each time.
+    func releaseMoved(_ key: ReleaseMoveKey, compute: () -> Bool) -> Bool
 }
 
 extension HeightLevels {
     /// Levels without per-day votes answer from all-time votes.
     public var latestVoteDay: Int? { nil }
     public func recentVotes(of key: SeriesKey, sinceDay: Int) -> CountHistogram? { nil }
+    public func recentSupport(of key: SeriesKey, sinceDay: Int) -> ReleaseSupport { ReleaseSupport() }
+    public func releaseMoved(_ key: ReleaseMoveKey, compute: () -> Bool) -> Bool { compute() }
 
     /// Levels without a release dimension (views that hide it) answer per OS major only.
     public func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)] { [] }
@@ -37,6 +44,14 @@ extension HeightLevels {
 extension HeightIndex: HeightLevels {
     public func recentVotes(of key: SeriesKey, sinceDay: Int) -> CountHistogram? {
         slot(key).flatMap { dayVotes(ofSlot: $0, sinceDay: sinceDay) }
+    }
+
+    public func recentSupport(of key: SeriesKey, sinceDay: Int) -> ReleaseSupport {
+        slot(key).map { daySupport(ofSlot: $0, sinceDay: sinceDay) } ?? ReleaseSupport()
+    }
+
+    public func releaseMoved(_ key: ReleaseMoveKey, compute: () -> Bool) -> Bool {
+        releaseMoves.moved(key, compute)
     }
 
     public func series(_ key: SeriesKey) -> LevelStats? {

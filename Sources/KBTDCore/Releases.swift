@@ -78,6 +78,16 @@ public struct ReleaseSupport: Sendable, Equatable {
         if new.contains(.trusted) { trusted = true }
     }
 
+    /// The support of a set of new sources (`add` on an empty one).
+    static func counting(_ sources: Set<SourceID>) -> ReleaseSupport {
+        var support = ReleaseSupport()
+        if !sources.isEmpty { support.add(sources) }
+        return support
+    }
+
+    /// An order of support: a trusted peer above any number of networks, then more networks.
+    var strength: Int { trusted ? Int(UInt8.max) + 1 : Int(sources) }
+
     /// At least `minimum` distinct sources, or a trusted one (the rule `min_sources` applies to a level).
     public func satisfies(_ minimum: Int) -> Bool { trusted || Int(sources) >= minimum }
 

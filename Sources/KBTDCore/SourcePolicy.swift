@@ -85,6 +85,11 @@ extension AggregateDelta {
         for (key, ids) in releaseSources {
             releaseSources[key] = Set(ids.map { $0 == .trusted ? $0 : .retired() })
         }
+        // A day's network hashes are dropped, not retired: a retired identifier is fresh on every
+        // row, so it would count one network once per day (the trusted peer stays).
+        for (key, ids) in daySources {
+            daySources[key] = ids.contains(.trusted) ? [.trusted] : nil
+        }
     }
 }
 

@@ -22,13 +22,30 @@ public struct DayVoteBin: Hashable, Sendable, Comparable {
     }
 }
 
+/// One key on one UTC day of receipt: what the sources behind its recent votes are counted for.
+public struct DayKey: Hashable, Sendable, Comparable {
+    public var series: SeriesKey
+    public var day: Int
+
+    public init(series: SeriesKey, day: Int) {
+        self.series = series
+        self.day = day
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { (a.series, a.day) < (b.series, b.day) }
+}
+
 extension AggregateDelta {
-    /// Tags this batch's (already weighed) votes with the UTC day of `receivedAt` (Unix seconds).
+    /// Tags this batch's (already weighed) votes with the UTC day of `receivedAt` (Unix seconds),
+    /// and its keys' sources with the day where a vote of theirs weighed (`daySources`).
     /// Call it once per batch, after `SourcePolicy.apply` (as `recordRelease(os:)`): ingest does.
     public mutating func recordDay(receivedAt: Int64) {
         let day = Int(receivedAt.dividedRoundingDown(by: 86_400))
         for (key, count) in votes where count > 0 {
             dayVotes[DayVoteBin(series: key.series, day: day, halfPoints: key.halfPoints), default: 0] += count
+            if let ids = sources[key.series], !ids.isEmpty {
+                daySources[DayKey(series: key.series, day: day), default: []].formUnion(ids)
+            }
         }
     }
 }
@@ -51,6 +68,99 @@ struct DayVotes: Sendable, Equatable {
     var votes: UInt32
     /// The key's next entry, or `HeightIndex.noEntry`.
     var next: UInt32
+}
+
+/// One source whose votes weighed on a key, and the latest UTC day they did, linked into the
+/// index's pool (`HeightIndex.daySourcePool`): a key keeps its `LevelStats.sourceLimit` latest
+/// voters, which is every voter of any recent window up to that many (a voter dropped for a
+/// later one voted last before every one kept), so a window's distinct networks are counted
+/// exactly up to the limit in 16 bytes each.
+struct DaySource: Sendable, Equatable {
+    var source: UInt64
+    var day: UInt16
+    /// The key's next entry, or `HeightIndex.noEntry`.
+    var next: UInt32
+}
+
+extension HeightIndex {
+    /// Adds a delta's per-day sources: each source's latest day moves on; a key keeps its
+    /// `LevelStats.sourceLimit` latest voters. Giving the same (key, day, source) again changes nothing.
+    mutating func applyDaySources(_ sources: [DayKey: Set<SourceID>], packed: [SeriesKey: PackedSeriesKey] = [:]) {
+        guard !sources.isEmpty else { return }
+        for (key, ids) in sources {
+            guard let day = UInt16(exactly: key.day),
+                  let slot = seriesSlots[packed[key.series] ?? packedKey(key.series)] else { continue }
+            for id in ids.sorted() { addDaySource(id.value, day: day, slot: slot) }
+        }
+    }
+
+    private mutating func addDaySource(_ source: UInt64, day: UInt16, slot: UInt32) {
+        var lists = lists(of: slot)
+        var position = lists.daySources
+        var count = 0
+        var oldest = Self.noEntry
+        while position != Self.noEntry {
+            let entry = daySourcePool[Int(position)]
+            if entry.source == source {
+                if entry.day < day { daySourcePool[Int(position)].day = day }
+                return
+            }
+            if oldest == Self.noEntry || entry.day < daySourcePool[Int(oldest)].day { oldest = position }
+            count += 1
+            position = entry.next
+        }
+        if count >= LevelStats.sourceLimit {
+            // Full: the voter whose latest vote is the oldest gives way to a later one.
+            if daySourcePool[Int(oldest)].day < day {
+                daySourcePool[Int(oldest)].source = source
+                daySourcePool[Int(oldest)].day = day
+            }
+            return
+        }
+        let entry = DaySource(source: source, day: day, next: lists.daySources)
+        if freeDaySource != Self.noEntry {
+            position = freeDaySource
+            freeDaySource = daySourcePool[Int(position)].next
+            daySourcePool[Int(position)] = entry
+        } else {
+            position = UInt32(daySourcePool.count)
+            daySourcePool.append(entry)
+        }
+        lists.daySources = position
+        setLists(lists, of: slot)
+    }
+
+    /// Drops a removed exact key's per-day sources.
+    mutating func removeDaySources(ofSlot slot: UInt32) {
+        var lists = lists(of: slot)
+        var position = lists.daySources
+        guard position != Self.noEntry else { return }
+        while position != Self.noEntry {
+            let next = daySourcePool[Int(position)].next
+            daySourcePool[Int(position)] = DaySource(source: 0, day: 0, next: freeDaySource)
+            freeDaySource = position
+            position = next
+        }
+        lists.daySources = Self.noEntry
+        setLists(lists, of: slot)
+    }
+
+    /// The distinct sources whose votes on the key weighed from UTC day `sinceDay` on (up to
+    /// `LevelStats.sourceLimit`), and whether one is a trusted peer.
+    func daySupport(ofSlot slot: UInt32, sinceDay: Int) -> ReleaseSupport {
+        var sources = 0
+        var trusted = false
+        var position = lists(of: slot).daySources
+        while position != Self.noEntry {
+            let entry = daySourcePool[Int(position)]
+            if Int(entry.day) >= sinceDay {
+                sources += 1
+                if entry.source == SourceID.trusted.value { trusted = true }
+            }
+            position = entry.next
+        }
+        return ReleaseSupport(sources: sources, trusted: trusted)
+    }
 }
 
 extension HeightIndex {
@@ -172,15 +282,19 @@ extension HeightIndex {
 
 extension HeightEstimator {
     /// The key's stats with its votes aged: when the key's votes of the last `voteHorizonDays`
-    /// days of data (counted back from the index's latest day) reach `min_samples` and their
-    /// mode differs from the all-time mode, they answer instead of the all-time votes (the
+    /// days of data (counted back from the index's latest day) reach `min_samples`, come from
+    /// `min_sources` networks (or a trusted peer) and their mode differs from the all-time mode, they answer instead of the all-time votes (the
     /// docked samples, sources, safe areas and animations stay all-time). A key whose recent
     /// votes agree with all of its history answers exactly as without ageing, and a tie in the
     /// recent votes keeps the served height (as `CountHistogram`'s incumbent does).
     func aged(_ whole: LevelStats, _ key: SeriesKey, in index: some HeightLevels) -> LevelStats {
-        guard settings.voteHorizonDays > 0, let latest = index.latestVoteDay,
-              let recent = index.recentVotes(of: key, sinceDay: latest - settings.voteHorizonDays + 1),
-              recentVotesAnswer(recent, over: whole.votes) else { return whole }
+        guard settings.voteHorizonDays > 0, let latest = index.latestVoteDay else { return whole }
+        let since = latest - settings.voteHorizonDays + 1
+        // The window answers on its own only with `min_sources` networks of its own (or a trusted
+        // peer), as a release does: one network voting on a few recent days must not outvote
+        // the networks behind the key's history.
+        guard let recent = index.recentVotes(of: key, sinceDay: since), recentVotesAnswer(recent, over: whole.votes),
+              index.recentSupport(of: key, sinceDay: since).satisfies(settings.minSources) else { return whole }
         var stats = whole
         stats.votes = recent
         return stats

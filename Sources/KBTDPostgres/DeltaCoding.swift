@@ -28,6 +28,9 @@ enum DeltaCoding {
         for (k, ids) in delta.releaseSources {
             for id in ids { lines.append("e|\(key(k.series))|\(k.minor)|\(id.value)") }
         }
+        for (k, ids) in delta.daySources {
+            for id in ids { lines.append("n|\(key(k.series))|\(k.day)|\(id.value)") }
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -72,6 +75,9 @@ enum DeltaCoding {
             case ("e", 8):
                 guard let minor = Int(f[6]), let id = UInt64(f[7]) else { continue }
                 delta.releaseSources[ReleaseKey(series: series, minor: minor), default: []].insert(SourceID(id))
+            case ("n", 8):
+                guard let day = Int(f[6]), let id = UInt64(f[7]) else { continue }
+                delta.daySources[DayKey(series: series, day: day), default: []].insert(SourceID(id))
             case ("k", 7):
                 guard let id = UInt64(f[6]) else { continue }
                 delta.sources[series, default: []].insert(SourceID(id))

@@ -45,6 +45,23 @@ extension PostgresSQL {
         return b.query(sql)
     }
 
+    /// The sources whose votes weighed on each key per day (`day_sources`, schema v12), as the SQLite store keeps them.
+    static func insertDaySources(_ rows: [(DayKey, SourceID)]) -> PostgresQuery {
+        var keys = KeyArrays(), days: [Int] = [], sources: [Int] = []
+        for (key, source) in rows {
+            keys.append(key.series); days.append(key.day); sources.append(Int(Int64(bitPattern: source.value)))
+        }
+        let b = SQLBinds()
+        let sql = """
+            INSERT INTO day_sources(\(keyColumns), day, source)
+            SELECT u.model, u.os_major, u.language, u.orientation, u.keyboard_type, u.day, u.source
+            FROM unnest(\(keys.unnestArguments(b)), \(b(days))::int[], \(b(sources))::bigint[])
+                AS u(model, os_major, language, orientation, keyboard_type, day, source)
+            ON CONFLICT (\(keyColumns), day, source) DO NOTHING
+            """
+        return b.query(sql)
+    }
+
     /// Votes per UTC day (`day_votes`, schema v10).
     static func upsertDayVotes(_ rows: [(key: DayVoteBin, value: Int64)]) -> PostgresQuery {
         var keys = KeyArrays(), days: [Int] = [], bins: [Double] = [], votes: [Int] = []

@@ -295,6 +295,29 @@ public enum PostgresSchema {
                     AND s.orientation = r.orientation AND s.keyboard_type = r.keyboard_type
             """,
         ]),
+        Migration(version: 12, name: "day sources: the networks behind each key's votes per UTC day", sql: [
+            // As SQLite's step 12: the sources whose votes weighed per (key, day); days stored before this
+            // version inherit their key's sources, so an upgrade changes no answer.
+            """
+            CREATE TABLE day_sources (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                day           INTEGER NOT NULL,
+                source        BIGINT NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, day, source)
+            )
+            """,
+            """
+            INSERT INTO day_sources
+                SELECT d.model, d.os_major, d.language, d.orientation, d.keyboard_type, d.day, s.source
+                FROM (SELECT DISTINCT model, os_major, language, orientation, keyboard_type, day FROM day_votes) d
+                JOIN key_sources s ON s.model = d.model AND s.os_major = d.os_major AND s.language = d.language
+                    AND s.orientation = d.orientation AND s.keyboard_type = d.keyboard_type
+            """,
+        ]),
     ]
 
     static let migrator = SchemaMigrator(migrations)

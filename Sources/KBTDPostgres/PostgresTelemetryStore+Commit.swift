@@ -180,6 +180,18 @@ extension PostgresTelemetryStore {
         if !delta.dayVotes.isEmpty {
             try await connection.query(PostgresSQL.upsertDayVotes(delta.dayVotes.sorted { $0.key < $1.key }), logger: logger)
         }
+        if !delta.daySources.isEmpty {
+            var rows: [(DayKey, SourceID)] = []
+            for (day, ids) in delta.daySources {
+                for id in ids { rows.append((day, id)) }
+            }
+            // The writers' lock order (keys in `writeOrder`), then day and source.
+            rows.sort { a, b in
+                if a.0.series != b.0.series { return SeriesKey.writeOrder(a.0.series, b.0.series) }
+                return (a.0.day, a.1) < (b.0.day, b.1)
+            }
+            try await connection.query(PostgresSQL.insertDaySources(rows), logger: logger)
+        }
         return added
     }
 

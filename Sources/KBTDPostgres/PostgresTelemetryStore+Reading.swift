@@ -74,6 +74,11 @@ extension PostgresTelemetryStore {
             guard let key = series(m, o, l, r, k) else { continue }
             delta.dayVotes[DayVoteBin(series: key, day: day, halfPoints: HeightBin.halfPoints(bin)), default: 0] += Int64(votes)
         }
+        for try await (m, o, l, r, k, day, source) in try await rows("SELECT \(columns), day, source FROM day_sources")
+            .decode((String, Int, String, String, String, Int, Int).self) {
+            guard let key = series(m, o, l, r, k) else { continue }
+            delta.daySources[DayKey(series: key, day: day), default: []].insert(SourceID(UInt64(bitPattern: Int64(source))))
+        }
         if filter.screens {
             for try await (model, screen, count) in try await connection.query("SELECT model, screen, count FROM model_screens",
                                                                               logger: logger).decode((String, String, Int).self) {

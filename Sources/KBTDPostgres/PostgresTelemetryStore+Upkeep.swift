@@ -37,7 +37,7 @@ extension PostgresTelemetryStore {
         var arrays = KeyArrays()
         doomed.forEach { arrays.append($0) }
         for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                      "key_sources", "release_counts", "release_sources", "day_votes", "keys"] {
+                      "key_sources", "release_counts", "release_sources", "day_votes", "day_sources", "keys"] {
             let d = SQLBinds()
             try await connection.query(d.query("""
                 DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(d))))
@@ -58,6 +58,15 @@ extension PostgresTelemetryStore {
             """
         _ = try await retireSources(in: "release_sources", keyColumns: PostgresSQL.keyColumns + ", os_minor", seenBefore: cutoff,
                                     condition: keyHeld)
+        // A day's network hash goes once its day is older than the cutoff (a retired identifier
+        // is fresh on every row, so it would count one network once per day).
+        let database = self.database
+        try await database.withConnection { connection in
+            let b = SQLBinds()
+            try await connection.query(b.query("""
+                DELETE FROM day_sources WHERE source > 0 AND day < \(b(Int(cutoff.dividedRoundingDown(by: 86_400))))
+                """), logger: database.logger)
+        }
         return try await retireSources(in: "key_sources", keyColumns: PostgresSQL.keyColumns, seenBefore: cutoff)
     }
 
@@ -150,6 +159,9 @@ extension PostgresTelemetryStore {
             if let latest {
                 let d = SQLBinds()
                 try await connection.query(d.query("DELETE FROM day_votes WHERE day < \(d(HeightIndex.oldestDayKept(latest: latest)))"),
+                                           logger: database.logger)
+                let s = SQLBinds()
+                try await connection.query(s.query("DELETE FROM day_sources WHERE day < \(s(HeightIndex.oldestDayKept(latest: latest)))"),
                                            logger: database.logger)
             }
             return removed

@@ -254,6 +254,7 @@ extension SQLiteTelemetryStore {
         try writeReleases(delta.releases)
         let newReleaseSources = try writeReleaseSources(delta.releaseSources, seenAt: seenAt)
         try writeDayVotes(delta.dayVotes)
+        try writeDaySources(delta.daySources)
         return WrittenSources(keys: newSources, releases: newReleaseSources)
     }
 

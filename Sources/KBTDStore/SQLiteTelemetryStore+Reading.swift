@@ -78,6 +78,11 @@ extension SQLiteTelemetryStore {
                                default: 0] += row.int(7)
             }
         }
+        if try hasTable("day_sources") {
+            try read("SELECT \(keyColumns), day, source FROM day_sources") { row, key in
+                delta.daySources[DayKey(series: key, day: Int(row.int(5))), default: []].insert(SourceID(UInt64(bitPattern: row.int(6))))
+            }
+        }
         // A read-only open does not migrate: a database from before schema v4 has no screens yet.
         if screens ?? (condition == nil), try hasTable("model_screens") {
             try statement("SELECT model, screen, count FROM model_screens").forEachRow { row in

@@ -70,4 +70,29 @@ extension SQLiteTelemetryStore {
             row.key(bin.series); row.int(Int64(bin.day)); row.double(HeightBin.points(bin.halfPoints)); row.int(votes)
         }
     }
+
+    /// Which sources' votes weighed on each key per day (`day_sources`, schema v12), a row each,
+    /// in multi-row statements; a row already there is not touched. No cap per (key, day) is
+    /// needed: a row comes only with a weighed vote, which the day's vote ledger bounds per
+    /// network and group (`SourcePolicy`), and the rows go with their day's votes.
+    static let daySources = MultiRowUpsert(
+        slot: 8, "INSERT INTO day_sources(model, os_major, language, orientation, keyboard_type, day, source)",
+        width: 7, conflict: "ON CONFLICT DO NOTHING")
+
+    func writeDaySources(_ sources: [DayKey: Set<SourceID>]) throws(SQLiteError) {
+        guard !sources.isEmpty else { return }
+        var rows: [DaySourceRow: Int64] = [:]
+        for (key, ids) in sources {
+            for id in ids { rows[DaySourceRow(key: key, source: id), default: 0] = 0 }
+        }
+        try upsert(Self.daySources, rows) { row, _, values in
+            values.key(row.key.series); values.int(Int64(row.key.day)); values.int(Int64(bitPattern: row.source.value))
+        }
+    }
+}
+
+/// One `day_sources` row: a key, a day, a source.
+struct DaySourceRow: Hashable {
+    var key: DayKey
+    var source: SourceID
 }

@@ -28,7 +28,7 @@ extension SQLiteTelemetryStore {
                 if let key = Self.series(row) { doomed.append(key) }
             }
             for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                          "key_sources", "release_counts", "release_sources", "day_votes", "keys"] {
+                          "key_sources", "release_counts", "release_sources", "day_votes", "day_sources", "keys"] {
                 let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
                 for key in doomed { try delete.run(Self.keyValues(key)) }
             }
@@ -51,6 +51,10 @@ extension SQLiteTelemetryStore {
                     AND k.orientation = release_sources.orientation AND k.keyboard_type = release_sources.keyboard_type
                     AND k.source = release_sources.source AND COALESCE(k.seen_at, 0) >= ?1)
                 """).run([.int(cutoff)])
+            // A day's network hash goes once its day is older than the cutoff (its count would
+            // not survive retirement: a retired identifier is fresh on every row).
+            try statement("DELETE FROM day_sources WHERE source > 0 AND day < ?")
+                .run([.int(cutoff.dividedRoundingDown(by: 86_400))])
             try statement("""
                 UPDATE key_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
                 WHERE source > 0 AND COALESCE(seen_at, 0) < ?
@@ -104,7 +108,9 @@ extension SQLiteTelemetryStore {
                 (SELECT \(Self.keyColumns) FROM keys WHERE admitted_at IS NOT NULL) HAVING COUNT(*) > 0
             """).forEachRow { row in latest = row.int(0) }
         if let latest {
-            try statement("DELETE FROM day_votes WHERE day < ?").run([.int(Int64(HeightIndex.oldestDayKept(latest: Int(latest))))])
+            let oldest = SQLiteValue.int(Int64(HeightIndex.oldestDayKept(latest: Int(latest))))
+            try statement("DELETE FROM day_votes WHERE day < ?").run([oldest])
+            try statement("DELETE FROM day_sources WHERE day < ?").run([oldest])
         }
         dayVotesPrunedOn = today
     }

@@ -233,6 +233,29 @@ enum Schema {
                 JOIN key_sources s ON s.model = r.model AND s.os_major = r.os_major AND s.language = r.language
                     AND s.orientation = r.orientation AND s.keyboard_type = r.keyboard_type;
             """),
+        Migration(version: 12, name: "day sources: the networks behind each key's votes per UTC day", sql: """
+            -- Which sources' votes weighed on each key on each UTC day of receipt (a row per weighed
+            -- network, so the day's vote ledger bounds them); 0 a trusted peer; a network's keyed hash is deleted source_retention_days
+            -- after its day, and with the day's votes. A key's recent votes outvote its all-time
+            -- votes only with min_sources networks of their own. Days stored before this version
+            -- inherit their key's sources (the support they were served on until now), so an
+            -- upgrade changes no answer.
+            CREATE TABLE day_sources (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                day           INTEGER NOT NULL,
+                source        INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, day, source)
+            ) WITHOUT ROWID;
+            INSERT INTO day_sources
+                SELECT d.model, d.os_major, d.language, d.orientation, d.keyboard_type, d.day, s.source
+                FROM (SELECT DISTINCT model, os_major, language, orientation, keyboard_type, day FROM day_votes) d
+                JOIN key_sources s ON s.model = d.model AND s.os_major = d.os_major AND s.language = d.language
+                    AND s.orientation = d.orientation AND s.keyboard_type = d.keyboard_type;
+            """),
     ]
 
     /// `PRAGMA application_id` of a kbtd database ("kbtd" in ASCII): tells

@@ -204,6 +204,84 @@ struct ReleaseSourceTests {
         #expect(HeightEstimator().estimate(try ReleaseFleet.query(model, "ja-JP", "26.2"), in: trusted).height == old + 4)
     }
 
+    /// 26.2 moved ja-JP honestly (3 networks on every model); then one network reports another
+    /// height under a fresh 26.9 only, with more votes than 26.2 has. A phone on 26.2 is answered
+    /// from 26.2 alone (26.9 comes after it), and a phone on 26.9 from 26.2 (26.9 has one network).
+    @Test func aReleaseWithoutItsOwnSupportDoesNotLendToAPooledAnswer() throws {
+        let estimator = HeightEstimator()
+        let honest = Self.index { _ in 3 }
+        var sprayed = honest
+        for model in ReleaseFleet.models {
+            let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+            sprayed.apply(Self.networkBatch(model: model, os: "26.9", language: "ja-JP", height: old + 10, count: 400,
+                                            network: 9))
+        }
+        for model in ReleaseFleet.models {
+            let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+            for os in ["26.2", "26.9"] {
+                let query = try ReleaseFleet.query(model, "ja-JP", os)
+                let answer = estimator.estimate(query, in: sprayed)
+                #expect(answer == estimator.estimate(query, in: honest), "\(model) \(os): \(answer)")
+                #expect(answer.height == old + 4 && answer.samples == 300, "\(model) \(os): \(answer)")
+            }
+        }
+    }
+
+    /// One network sprays 1,000 fresh minors (20 samples each) on every model's key after 26.2
+    /// moved honestly: each key keeps at most `maxReleasesPerKey` releases, its supported ones
+    /// among them, every answer stays, and the estimator decides each release of a key once per
+    /// index generation instead of walking every model for every release of every request.
+    @Test func aSprayOfMinorsIsBoundedPerKeyAndDecidedOncePerGeneration() throws {
+        let honest = Self.index { _ in 3 }
+        var sprayed = honest
+        var merged = AggregateDelta()
+        for minor in 3..<1_003 {
+            for model in ReleaseFleet.models {
+                let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+                let batch = Self.networkBatch(model: model, os: "26.\(minor)", language: "ja-JP", height: old + 10, count: 20,
+                                              network: 9)
+                sprayed.apply(batch)
+                merged.merge(batch)
+            }
+        }
+        // Bounded: 16 releases per key (of 1,002), the trusted 26.1 and the honest 26.2 among them.
+        #expect(sprayed.releaseCount == ReleaseFleet.models.count * HeightIndex.maxReleasesPerKey)
+        for model in ReleaseFleet.models {
+            let key = SeriesKey(model: model, osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+            let minors = sprayed.releases(of: key).map(\.minor)
+            #expect(minors.count == HeightIndex.maxReleasesPerKey && minors.prefix(2) == [1, 2], "\(model): \(minors)")
+            #expect(minors.dropFirst(2) == Array(1_003 - HeightIndex.maxReleasesPerKey + 2..<1_003)[...], "the latest sprayed ones")
+        }
+        // A load (every release of a key in one delta) keeps the same ones as the commits did.
+        var loaded = ReleaseSourceTests.index { _ in 3 }
+        loaded.apply(merged)
+        for model in ReleaseFleet.models {
+            let key = SeriesKey(model: model, osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+            #expect(loaded.releases(of: key).map(\.minor) == sprayed.releases(of: key).map(\.minor))
+        }
+
+        let estimator = HeightEstimator()
+        #expect(sprayed.releaseMoves.computed == 0, "a new generation starts with nothing decided")
+        for round in 0..<3 {
+            for model in ReleaseFleet.models {
+                let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+                for os in ["26.1", "26.2", "26.500", "26.1002"] {
+                    let query = try ReleaseFleet.query(model, "ja-JP", os)
+                    let answer = estimator.estimate(query, in: sprayed)
+                    #expect(answer == estimator.estimate(query, in: honest), "\(model) \(os): \(answer)")
+                    #expect(answer.height == (os == "26.1" ? old : old + 4), "\(model) \(os)")
+                }
+            }
+            // Every key holds the same 16 minors: 16 decisions in all, made by the first answer, whatever
+            // the number of answers or models after it.
+            #expect(sprayed.releaseMoves.computed == HeightIndex.maxReleasesPerKey, "round \(round)")
+        }
+        // A change to the index starts a new generation.
+        sprayed.apply(Self.networkBatch(model: ReleaseFleet.models[0], os: "26.2", language: "ja-JP", height: 380, count: 1,
+                                        network: 10))
+        #expect(sprayed.releaseMoves.computed == 0)
+    }
+
     @Test func releaseSourcesAreRecordedPerBatchAndCountedUpToTheLimit() {
         let model = ReleaseFleet.models[0]
         let batch = Self.networkBatch(model: model, os: "26.2.1", language: "ja-JP", height: 380, count: 3, network: 7)

@@ -91,4 +91,42 @@ struct MigrationTests {
         #expect(try store.pruneIdleKeys(lastSeenBefore: 5 * 86_400, limit: 10).map(\.model) == ["Idle1,1"])
         #expect(try store.integrityCheck() == "ok")
     }
+
+    /// Migration 12 ("day sources"): a version-11 database's days of votes inherit their key's
+    /// sources, so a key whose recent votes answered before the upgrade answers the same after it.
+    @Test func aVersion11DatabasesDaysInheritTheirKeysSources() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("v11.sqlite").path
+        do {
+            let db = try SQLiteConnection(path: path, mode: .readWrite)
+            try db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);")
+            for migration in Schema.migrations where migration.version <= 11 {
+                try db.execute(migration.sql)
+                let name = migration.name.replacingOccurrences(of: "'", with: "''")
+                try db.execute("INSERT INTO schema_migrations VALUES (\(migration.version), '\(name)', 0);")
+            }
+            try db.execute("""
+                INSERT INTO keys VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 86400, 86400, 86400);
+                INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'docked', 380.0, 100);
+                INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'docked', 384.0, 30);
+                INSERT INTO height_votes VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 380.0, 100);
+                INSERT INTO height_votes VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 384.0, 30);
+                INSERT INTO day_votes VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 19970, 380.0, 100);
+                INSERT INTO day_votes VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 20000, 384.0, 30);
+                INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 7, 86400);
+                INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 8, 86400);
+                INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 9, 86400);
+                """)
+        }
+        let store = try SQLiteTelemetryStore(path: path)
+        let counts = try store.loadIndexCounts()
+        let key = SeriesKey(model: "iPhone17,1", osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+        let inherited: Set<SourceID> = [SourceID(7), SourceID(8), SourceID(9)]
+        #expect(counts.daySources == [DayKey(series: key, day: 19970): inherited, DayKey(series: key, day: 20000): inherited])
+        var index = HeightIndex()
+        index.apply(counts)
+        #expect(HeightEstimator().estimate(HeightQuery(model: "iPhone17,1", language: "ja-JP", osMajor: 26), in: index).height == 384)
+        #expect(try store.integrityCheck() == "ok")
+    }
 }

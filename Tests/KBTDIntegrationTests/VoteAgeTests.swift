@@ -131,9 +131,13 @@ struct VoteAgeTests {
         #expect(oldest == latest - 30)
         #expect(after.dayVotes.keys.map(\.day).min() == oldest && after.dayVotes.keys.map(\.day).max() == latest)
         #expect(after.dayVotes == before.dayVotes.filter { $0.key.day >= oldest }, "only the days before the kept month went")
+        #expect(!after.daySources.isEmpty && after.daySources == before.daySources.filter { $0.key.day >= oldest },
+                "the days' sources go with their votes")
         var rest = after, rest0 = before
         rest.dayVotes = [:]
         rest0.dayVotes = [:]
+        rest.daySources = [:]
+        rest0.daySources = [:]
         #expect(rest == rest0, "every other count stays")
 
         var pruned = HeightIndex()

@@ -64,7 +64,7 @@ struct BatchPath: Sendable {
 /// here, at the level of HTTP parts after NIO's decoder, and answered without Hummingbird's router,
 /// `Request`, async body sequence and middleware chain, by the same rules (`BatchPath`): the rate
 /// limit and the token (`RateLimitMiddleware.refusal`, `IngestAuthMiddleware.refusal`), the headers,
-/// both caps and the inflating as the body arrives (`BatchBody`), then the intake and the commit
+/// the wire cap and the body budget as the body arrives and the inflating once it is whole (`BatchBody`), then the intake and the commit
 /// (`IngestRoute.ingest`) in a task whose executor is the connection's event loop
 /// (`EventLoopTaskExecutor`: no cooperative-pool thread, one wakeup of the loop when the commit
 /// completes); the answer (`JSONAnswer`, the router's bytes with `Date`) is written back in the

@@ -9,9 +9,9 @@ import Synchronization
 /// `POST /v1/batches` that `BatchPath.takes` is served here with no stream channel, codec or task
 /// of its own. The rules are the HTTP/1.1 batch path's (`BatchIngestHandler`): the rate limit and
 /// the token when the HEADERS frame arrives, `BatchBody.Framing` for the headers (a refusal is
-/// answered at once and the rest of the body dropped), the caps as DATA frames arrive (each
-/// frame's bytes fed to the stream's `BatchBody` as they come, as the HTTP/1.1 path feeds its
-/// chunks); at END_STREAM the body is finished (a gzip body inflated), counted and committed in a
+/// answered at once and the rest of the body dropped), the wire cap and the body budget as DATA
+/// frames arrive (each frame's bytes fed to the stream's `BatchBody` as they come, as the HTTP/1.1
+/// path feeds its chunks); at END_STREAM the body is finished (inflated), counted and committed in a
 /// task off the event loop (so one connection's batches use every core), and the `JSONAnswer` goes
 /// back as a HEADERS and a DATA frame (END_STREAM), with the router's fields and `Date`. The answers
 /// the commits finish while the event loop is busy go back together, with one flush (`Answers`):
@@ -236,9 +236,9 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    /// Feeds a DATA frame's bytes to the stream's body, which copies them (an identity body into
-    /// its JSON, a gzip body into the bytes it inflates at the end, a deflate body through zlib), so
-    /// no slice of the frame is held. A slice shares the storage of the whole decrypted read it came
+    /// Feeds a DATA frame's bytes to the stream's body, which copies them into the bytes it holds
+    /// (under the client's share of the body budget) and inflates at the end, so no slice of the
+    /// frame is held. A slice shares the storage of the whole decrypted read it came
     /// from (NIOSSL's, up to hundreds of KiB), and swift-nio-http2's frame decoder appends the next
     /// read to the rest of that storage: while a slice of it was held here, every append copied the
     /// whole storage first (copy-on-write) into a fresh allocation, faulted in page by page

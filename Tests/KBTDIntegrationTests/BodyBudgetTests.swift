@@ -46,6 +46,7 @@ struct BodyBudgetTests {
         let held = try #require(try daemon.metric("kbtd_body_bytes_held"))
         #expect(held <= Double(64 * 2 * body.count), "held \(held) bytes for \(64 * body.count) sent")
         let after = daemon.memory().rss
+        print("bodies that never end, HTTP/1.1, 64 connections: VmRSS \(before) -> \(after) MiB, \(held) bytes held")
         #expect(after - before < 48, "VmRSS grew from \(before) to \(after) MiB")
         // An honest batch meanwhile, from the same address, is answered.
         #expect(try daemon.connection(from: "127.0.0.2").request(
@@ -73,6 +74,7 @@ struct BodyBudgetTests {
             Issue.record("no figures: \(run.stdout)")
             return
         }
+        print("bodies that never end, h2, 100 streams: VmRSS \(before / 1024) -> \(after / 1024) MiB, \(held) bytes held")
         #expect(held >= 100 * sent && held <= 2 * 100 * sent, "held \(held) bytes for 100 bodies of \(sent)")
         #expect(after - before < 48 * 1024, "VmRSS grew from \(before) to \(after) KiB")
     }
@@ -199,6 +201,7 @@ sock.close()
         while sent < 600 * burst.count, socket.send(burst) { sent += burst.count }
         #expect(sent < 600 * burst.count, "the daemon read all \(sent / request.count) requests without their answers being read")
         let after = daemon.memory().rss
+        print("answers nobody reads: \(sent / request.count) requests taken, VmRSS \(before) -> \(after) MiB")
         #expect(after - before < 48, "VmRSS grew from \(before) to \(after) MiB after \(sent / request.count) unread requests")
         socket.shutdownBothWays()
         // The daemon still answers others.

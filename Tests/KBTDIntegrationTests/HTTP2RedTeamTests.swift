@@ -2,7 +2,7 @@ import Foundation
 import KBTDCore
 import Testing
 
-/// The h2 red-team cases against the real daemon's TLS listener (issue 26), with a client that builds
+/// The h2 red-team cases against the real daemon's TLS listener, with a client that builds
 /// frames by hand over Python's `ssl` (no HTTP/2 library: it must be free to break the protocol):
 /// rapid reset (CVE-2023-44487; on `/healthz`, which the router answers on a stream channel, and on
 /// `/v1/heights`, which `HTTP2FastAnswerHandler` answers from the frames), a CONTINUATION flood (CVE-2024-27316 style), an HPACK bomb (16 KB
@@ -17,6 +17,7 @@ struct HTTP2RedTeamTests {
         case rapidReset = "rapid-reset", rapidResetFastAnswers = "rapid-reset-heights"
         case continuationFlood = "continuation-flood"
         case hpackBomb = "hpack-bomb", tableSize = "table-size"
+        case windowUpdateFlood = "window-update-flood"
         var testDescription: String { rawValue }
     }
 
@@ -47,6 +48,12 @@ struct HTTP2RedTeamTests {
             #expect(result["closed"] == .bool(true) && goaway == .number(11), "\(run.stdout)")
             let frames = result["frames_sent"].flatMap { if case .number(let n) = $0 { n } else { nil } } ?? .infinity
             #expect(frames < 100_000, "the flood of 100 MB went through: \(run.stdout)")
+        case .windowUpdateFlood:
+            // 200 in 30 s (plus two per DATA frame sent, and none is): the PING after every 50 makes the count exact to 50.
+            #expect(result["closed"] == .bool(true), "\(run.stdout)")
+            #expect(goaway == nil || goaway == .number(11), "expected ENHANCE_YOUR_CALM: \(run.stdout)")
+            let updates = result["updates_sent"].flatMap { if case .number(let n) = $0 { n } else { nil } } ?? .infinity
+            #expect(updates <= 250, "the daemon read \(updates) WINDOW_UPDATE frames before ending the connection")
         case .hpackBomb, .tableSize:
             // COMPRESSION_ERROR: the header list passes the 16 KiB limit, or the table update the 4,096 bytes advertised.
             #expect(result["closed"] == .bool(true) && goaway == .number(9), "\(run.stdout)")
@@ -148,6 +155,16 @@ if attack in ("rapid-reset", "rapid-reset-heights"):
         acks = state["ping_acks"]
         if send(chunk + frame(PING, 0, 0, stream.to_bytes(8, "big")), 101):
             state["resets_sent"] += 50
+        while state["ping_acks"] == acks and state["goaway"] is None and not state["closed"] and time.monotonic() < DEADLINE:
+            read(DEADLINE - time.monotonic())
+elif attack == "window-update-flood":
+    # WINDOW_UPDATE +1 on the connection, over and over, 50 per write, each write followed by a PING
+    # whose ACK is awaited (the server answers frames in order), so the count the server read is exact.
+    state["updates_sent"] = 0
+    while attacking() and state["updates_sent"] < 100000:
+        acks = state["ping_acks"]
+        if send(frame(8, 0, 0, (1).to_bytes(4, "big")) * 50 + frame(PING, 0, 0, state["updates_sent"].to_bytes(8, "big")), 51):
+            state["updates_sent"] += 50
         while state["ping_acks"] == acks and state["goaway"] is None and not state["closed"] and time.monotonic() < DEADLINE:
             read(DEADLINE - time.monotonic())
 elif attack == "continuation-flood":

@@ -46,8 +46,10 @@ final class WindowUpdateGuard: ChannelDuplexHandler, RemovableChannelHandler {
             ended = true
             let goAway = HTTP2Frame(streamID: .rootStream,
                                     payload: .goAway(lastStreamID: .maxID, errorCode: .enhanceYourCalm, opaqueData: nil))
-            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            context.writeAndFlush(wrapOutboundOut(goAway)).whenComplete { _ in bound.value.close(promise: nil) }
+            // Closed at once: frames of the same read that NIOHTTP2Handler has still to parse would
+            // otherwise meet a connection that has sent its GOAWAY, and draw a second one (PROTOCOL_ERROR).
+            context.writeAndFlush(wrapOutboundOut(goAway), promise: nil)
+            context.close(promise: nil)
             return
         }
         context.fireChannelRead(data)

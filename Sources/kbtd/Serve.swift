@@ -39,6 +39,7 @@ struct Serve: AsyncParsableCommand {
         logger.notice("kbtd \(kbtdVersion) starting", metadata: ["database": "\(loggableDatabase(settings.database))",
                                                                   "config": "\(configFile ?? "(built-in defaults)")"])
         let environment = ProcessInfo.processInfo.environment
+        for warning in SettingsLoader.unknownVariables(in: environment) { logger.warning("\(warning)") }
         let fixedFlags = flags
         let reload: @Sendable () throws -> ServerSettings = {
             try SettingsLoader.load(configFile: configFile, environment: environment, flags: fixedFlags)

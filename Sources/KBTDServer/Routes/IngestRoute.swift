@@ -60,7 +60,11 @@ struct IngestRoute: Sendable {
         do {
             batch = try BatchIntake.count(json: json, now: now, rules: rules)
         } catch {
-            return rejected(JSONRefusal(error, "invalid batch"))
+            var refusal = JSONRefusal(error, "invalid batch")
+            if let coding = Self.compressedLooking(json) {
+                refusal.detail += " (the body looks \(coding)-compressed: send Content-Encoding: \(coding))"
+            }
+            return rejected(refusal)
         }
         let current = settings.current
         let source = sourceWeights.source(of: context, trusted: current.trustedPeers)
@@ -101,6 +105,15 @@ struct IngestRoute: Sendable {
             metrics.samplesAccepted.increment(by: Int64(batch.accepted))
             return JSONAnswer(.accepted, Array(Self.receipt(batch).serialized().utf8))
         }
+    }
+
+    /// The coding a body that is not JSON seems to be in (gzip's magic bytes, or a zlib header),
+    /// for the hint in its 400: curl's `--data-binary @file.gz` without the header is a common slip.
+    static func compressedLooking(_ body: [UInt8]) -> String? {
+        guard body.count >= 2 else { return nil }
+        if body[0] == 0x1F && body[1] == 0x8B { return "gzip" }
+        if body[0] & 0x0F == 8, body[0] >> 4 <= 7, (Int(body[0]) << 8 | Int(body[1])) % 31 == 0 { return "deflate" }
+        return nil
     }
 
     /// The 202 body: the phone's receipt, with the first 20 rejected samples.

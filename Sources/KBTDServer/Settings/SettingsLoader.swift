@@ -55,10 +55,53 @@ public enum SettingsLoader {
     /// The variable that gives the source key itself (`SourceKeyFile`).
     public static let sourceKeyVariable = "KBTD_SOURCE_KEY"
 
+    /// Variables kbtd reads that are not settings of `Setting.all`.
+    static let otherVariables: Set<String> = [sourceKeyVariable, "KBTD_CONFIG", "KBTD_DATABASE_PASSWORD", "KBTD_DATABASE_PASSWORD_FILE"]
+
+    /// One warning per `KBTD_*` variable in `environment` that kbtd does not read (a typo would
+    /// otherwise be ignored without a word), with the closest setting's variable when one is near.
+    public static func unknownVariables(in environment: [String: String]) -> [String] {
+        let known = Set(Setting.all.map(\.environmentVariable)).union(otherVariables)
+        return environment.keys.filter { $0.hasPrefix("KBTD_") && !known.contains($0) }.sorted().map { name in
+            let hint = closest(to: name, among: Array(known)).map { " (did you mean \($0)?)" } ?? ""
+            return "environment variable \(name) is not a kbtd setting and is ignored\(hint)"
+        }
+    }
+
+    /// The candidate nearest `word` by edit distance, if it is within a third of the word's length
+    /// (at least 2 edits): a typo, not another word.
+    static func closest(to word: String, among candidates: [String]) -> String? {
+        let limit = max(2, word.count / 3)
+        let scored = candidates.map { ($0, editDistance(Array(word.lowercased().utf8), Array($0.lowercased().utf8))) }
+        guard let best = scored.min(by: { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }), best.1 <= limit else { return nil }
+        return best.0
+    }
+
+    /// Levenshtein distance.
+    static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: b.count)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
     /// Parses a config file into values; unknown keys and malformed lines are errors.
     static func parseFile(_ path: String) throws(SettingsError) -> [String: Value] {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw SettingsError(message: "cannot read config file \(path): it is a directory")
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw SettingsError(message: "cannot read config file \(path)")
+            // The reason, as the system gives it: no such file, permission denied, ...
+            let file = fopen(path, "r")
+            let reason = file == nil ? String(cString: strerror(errno)) : "unreadable"
+            if let file { fclose(file) }
+            throw SettingsError(message: "cannot read config file \(path): \(reason)")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw SettingsError(message: "config file \(path) is not UTF-8")
@@ -75,7 +118,8 @@ public enum SettingsLoader {
             var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             guard Setting.named(key) != nil else {
-                throw SettingsError(message: "\(origin): unknown key '\(key)' in config file \(path)")
+                let hint = closest(to: key, among: keys).map { " (did you mean '\($0)'?)" } ?? ""
+                throw SettingsError(message: "\(origin): unknown key '\(key)' in config file \(path)\(hint)")
             }
             values[key] = Value(text: value, origin: "config file \(origin)")
         }

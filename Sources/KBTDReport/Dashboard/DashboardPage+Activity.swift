@@ -67,11 +67,13 @@ extension DashboardPage {
                 + "\(group(entry.batches)) batches</title></rect>"
         }
         out += "\n<line x1=\"\(left)\" x2=\"\(width - right)\" y1=\"\(bottom)\" y2=\"\(bottom)\" stroke=\"#aab1bd\"/>\n"
+        // A date label (about 56 px) centred on its tick, or kept inside the chart near either edge.
+        func anchor(_ x: Double) -> String { x + 30 > width - right ? "end" : x - 30 < left ? "start" : "middle" }
         var day = (first + 86_399) / 86_400 * 86_400
         while day <= latest {
             let x = left + slot * Double((day - first) / 3600)
             out += "<line x1=\"\(f(x))\" x2=\"\(f(x))\" y1=\"\(bottom)\" y2=\"\(bottom + 5)\" stroke=\"#aab1bd\"/>"
-                + "<text x=\"\(f(x))\" y=\"\(bottom + 18)\" font-size=\"10\" fill=\"#5b6475\" text-anchor=\"middle\">"
+                + "<text x=\"\(f(x))\" y=\"\(bottom + 18)\" font-size=\"10\" fill=\"#5b6475\" text-anchor=\"\(anchor(x))\">"
                 + "\(String(utc(day).prefix(10)))</text>"
             day += 86_400
         }

@@ -7,8 +7,8 @@ extension DashboardPage {
         var out = """
             <section id="coldstart"><h2>Cold start: first show after launch</h2>
             <p class="note">Time to the first keyboard show, without and with pre-warming (<code>preloaded</code>), \
-            every key of the filter; shares of samples on a log scale. The table lists the keys with most cold-start \
-            samples, with the figures <code>kbtd stats</code> prints.</p>
+            every key of the filter; shares of samples on a log scale. The table lists the keys with the most cold-start \
+            samples that have them both without and with pre-warming, with the figures <code>kbtd stats</code> prints.</p>
 
             """
         guard summary.cold.total > 0 || summary.warm.total > 0 else {
@@ -18,7 +18,15 @@ extension DashboardPage {
         let p95 = (summary.cold.percentile(0.95).map(LogBucket.value), summary.warm.percentile(0.95).map(LogBucket.value))
         // One log-scale axis for both charts, so they compare side by side.
         let buckets = Array(summary.coldBuckets.keys) + Array(summary.warmBuckets.keys)
-        let low = buckets.min() ?? 0, high = buckets.max() ?? 0
+        var low = buckets.min() ?? 0, high = buckets.max() ?? 0
+        // At least a factor of ten around the data, so one key's few buckets are bars on an axis with
+        // ticks, not one bar as wide as the chart.
+        let decade = LogBucket.index(10) - LogBucket.index(1)
+        if high - low < decade {
+            let pad = decade - (high - low)
+            low -= pad / 2
+            high += pad - pad / 2
+        }
         out += "<div class=\"pair\">"
         out += coldChart("without pre-warming", "cold", summary.coldBuckets, total: summary.cold.total, low: low, high: high, color: coldColor, p50: p50.0, p95: p95.0)
         out += coldChart("with pre-warming", "warm", summary.warmBuckets, total: summary.warm.total, low: low, high: high, color: warmColor, p50: p50.1, p95: p95.1)
@@ -28,7 +36,10 @@ extension DashboardPage {
                 + "\(fixed(c50 - w50, 0)) ms at p50 (\(fixed(c50, 0)) → \(fixed(w50, 0)) ms) and \(fixed(c95 - w95, 0)) ms at p95 "
                 + "(\(fixed(c95, 0)) → \(fixed(w95, 0)) ms).</strong></p>\n"
         }
-        guard !summary.coldStartRows.isEmpty else { return out + "</section>\n" }
+        guard !summary.coldStartRows.isEmpty else {
+            return out + "<p class=\"empty coldstart-keys\">No key has cold starts both without and with pre-warming yet: "
+                + "the table compares the two.</p></section>\n"
+        }
         out += """
             <table class="coldstart-keys"><thead><tr><th>model</th><th>os</th><th>language</th><th>orientation</th>\
             <th>type</th><th>cold n</th><th>cold p50</th><th>cold p95</th><th>warm n</th><th>warm p50</th><th>warm p95</th>\
@@ -86,11 +97,21 @@ extension DashboardPage {
             svg += "<text x=\"\(f(x(tick)))\" y=\"\(f(bottom + 13))\" font-size=\"10\" fill=\"#5b6475\" text-anchor=\"middle\">"
                 + "\(tick >= 1000 ? "\(fixed(tick / 1000, 0)) s" : "\(fixed(tick, 0)) ms")</text>"
         }
-        for (name, value, dy) in [("p50", p50, 0.0), ("p95", p95, 12.0)] {
-            guard let value else { continue }
-            svg += "\n<line x1=\"\(f(x(value)))\" x2=\"\(f(x(value)))\" y1=\"\(top - 4)\" y2=\"\(bottom)\" stroke=\"#1d2433\" "
-                + "stroke-dasharray=\"3 3\"/><text x=\"\(f(x(value) + 3))\" y=\"\(f(top + 6 + dy))\" font-size=\"11\" "
-                + "fill=\"#1d2433\">\(name) \(fixed(value, 0)) ms</text>"
+        // p50 labelled left of its line and p95 right of its own, so the two never overlap; one label
+        // when they round to the same millisecond; a label that would leave the chart goes inside it.
+        var marks: [(label: String, value: Double, leftOfLine: Bool)] = []
+        if let p50, let p95, fixed(p50, 0) == fixed(p95, 0) {
+            marks = [("p50, p95", p50, false)]
+        } else {
+            if let p50 { marks.append(("p50", p50, p95 != nil)) }
+            if let p95 { marks.append(("p95", p95, false)) }
+        }
+        for mark in marks {
+            let at = x(mark.value)
+            let leftOfLine = mark.leftOfLine ? at - 75 >= 0 : at + 75 > width
+            svg += "\n<line x1=\"\(f(at))\" x2=\"\(f(at))\" y1=\"\(top - 4)\" y2=\"\(bottom)\" stroke=\"#1d2433\" "
+                + "stroke-dasharray=\"3 3\"/><text x=\"\(f(leftOfLine ? at - 3 : at + 3))\" y=\"\(f(top + 6))\" font-size=\"11\" "
+                + "fill=\"#1d2433\" text-anchor=\"\(leftOfLine ? "end" : "start")\">\(mark.label) \(fixed(mark.value, 0)) ms</text>"
         }
         return svg + "\n<text x=\"\(left)\" y=\"\(bottom + 32)\" font-size=\"11\" fill=\"#5b6475\">milliseconds, log scale</text></svg>\n"
     }

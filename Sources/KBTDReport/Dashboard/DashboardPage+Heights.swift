@@ -7,12 +7,17 @@ extension DashboardPage {
         guard let model = summary.chosenModel else {
             return "<section id=\"heights\"><h2>Keyboard heights</h2><p class=\"empty\">No docked heights for this filter yet.</p></section>\n"
         }
+        // Without an iOS major the panels ask as a phone that sends no `os` would, which /v1/height
+        // answers from model+language at best: say so, or the basis reads as a contradiction.
+        let withoutOS = input.filter.osMajor != nil ? "" : " (for a question without <code>os</code>, so "
+            + "<code>model+language</code> at best; a phone sends its <code>os</code> and may get <code>model+os+language</code>: "
+            + "pick an iOS major above to see that answer)"
         var out = """
             <section id="heights" data-model="\(escape(model))"><h2>Keyboard heights: \(escape(model))</h2>
             <p class="note">Docked system heights (accessory removed, 0.5 pt bins), keyboard type <code>default</code>\
             \(input.filter.osMajor.map { ", iOS \($0)" } ?? ", every iOS version"); \
             \(input.filter.model == nil ? "the model with the most samples (pick another above); " : "")\
-            the red line is the estimate <code>GET /v1/height</code> serves, with its basis.</p>
+            the red line is the estimate <code>GET /v1/height</code> serves, with its basis\(withoutOS).</p>
             <div class="panels">
 
             """

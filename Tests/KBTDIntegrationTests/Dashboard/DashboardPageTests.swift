@@ -47,6 +47,30 @@ struct DashboardPageTests {
         #expect(estimate?["data-height"] == "\(expected.height)" && estimate?["data-basis"] == expected.basis.rawValue)
     }
 
+    /// One key, every cold start in one bucket (a first day): the axis still spans a decade with
+    /// ticks, the bar is narrow, p50 and p95 share one label, and the missing table says why.
+    @Test func oneKeysColdStartsReadAsAChart() {
+        var counts = Self.counts()
+        counts.coldStarts = [ColdStartCountKey(series: Self.series, preloaded: false, bucket: LogBucket.index(412)): 21]
+        var index = HeightIndex()
+        index.apply(counts)
+        let estimator = HeightEstimator()
+        let html = DashboardPage.render(DashboardInput(
+            counts: counts, hourly: [], answersByBasis: BasisCounts(counts: [:], since: 1_763_700_000), filter: DashboardFilter(),
+            minSamples: 20, generatedAt: 1_763_720_000, live: true, estimate: { estimator.estimate($0, in: index) }))
+        let start = html.range(of: "<svg class=\"coldstart\" data-kind=\"cold\"")!.lowerBound
+        let chart = String(html[start..<html[start...].range(of: "</svg>")!.upperBound])
+        let bars = htmlTags(chart, "<rect ")
+        #expect(bars.count == 1)
+        #expect((bars.first?["width"].flatMap(Double.init) ?? 999) < 20, "one bucket is a narrow bar: \(bars)")
+        #expect(chart.contains(">300 ms</text>") && chart.contains(">1 s</text>"), "ticks on the axis")
+        let value = Int(LogBucket.value(LogBucket.index(412)).rounded())
+        #expect(chart.contains(">p50, p95 \(value) ms</text>") && !chart.contains(">p50 ") && !chart.contains(">p95 "),
+                "one label for p50 and p95")
+        #expect(html.contains("No key has cold starts both without and with pre-warming yet"))
+        #expect(html.contains("for a question without <code>os</code>"), "the panel's basis is explained")
+    }
+
     /// The change table: each key of the chosen model with its height now and, where it moved
     /// within the days of votes kept, the day and the height before; the filter narrows it.
     @Test func theChangeTableShowsWhenEachKeysHeightLastChanged() {

@@ -14,7 +14,7 @@ extension HeightIndex {
             let kind = PackedLevelKey.kind(orientation: key.orientation, keyboardType: type)
             guard let slot = seriesSlots.removeValue(forKey: PackedSeriesKey(model: model, language: language, kind: kind, os: os))
             else { continue }
-            removeReleases(ofSlot: slot)
+            removeReleases(ofSlot: slot, major: key.osMajor)
             removeDayVotes(ofSlot: slot)
             removeDaySources(ofSlot: slot)
             modelLanguageLevels.insert(PackedLevelKey(model: model, language: language, kind: kind))

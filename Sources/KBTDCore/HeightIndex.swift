@@ -37,8 +37,11 @@ public struct HeightIndex: Sendable {
     /// Per exact key and OS release: docked samples and votes (`HeightIndex+Releases`).
     var releasePool: [ReleaseEntry] = []
     var freeRelease = HeightIndex.noEntry
-    /// OS major → the minors with release data (a handful).
-    public internal(set) var releaseMinors: [Int: Set<Int>] = [:]
+    /// OS major → minor → how many keys hold that release: a release leaves the list with the
+    /// last key's entry, so minors a spray brought in and the keys dropped do not stay.
+    var releaseMinorHolders: [Int: [Int: Int]] = [:]
+    /// OS major → the minors some key holds release data for (a handful).
+    public var releaseMinors: [Int: Set<Int>] { releaseMinorHolders.mapValues { Set($0.keys) } }
     /// Per exact key: its votes per UTC day for the last `dayVoteDaysKept` days of data (`VoteAge.swift`).
     var dayVotePool: [DayVotes] = []
     var freeDayVote = HeightIndex.noEntry

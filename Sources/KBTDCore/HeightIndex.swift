@@ -66,7 +66,6 @@ public struct HeightIndex: Sendable {
     /// (key, release, source) once. The stores do: a load passes each `release_sources` row once,
     /// a commit only the rows it added (`CommitPlan.indexDelta`).
     public mutating func apply(_ delta: AggregateDelta) {
-        releaseMoves = ReleaseMoveCache()
         var touched: [SeriesKey: LevelStats] = [:]
         for (key, count) in delta.heights where key.placement == .docked {
             touched[key.series, default: LevelStats()].heights.add(key.halfPoints, count)
@@ -120,6 +119,20 @@ public struct HeightIndex: Sendable {
         applyReleases(delta.releases, sources: delta.releaseSources, packed: packed)
         applyDayVotes(delta.dayVotes, packed: packed)
         applyDaySources(delta.daySources, packed: packed)
+        // A release decision reads the keys of its keyboard and major that hold the release:
+        // their stats (docked samples, votes, sources) and their releases. Only the scopes of
+        // such keys this delta changed lose their decisions.
+        var scopes: Set<ReleaseMoveScope> = []
+        func touch(_ series: SeriesKey) {
+            guard let slot = packed[series].flatMap({ seriesSlots[$0] }) ?? slot(series), lists(of: slot).releases != Self.noEntry else { return }
+            scopes.insert(ReleaseMoveScope(language: LanguageKey(language: series.language, orientation: series.orientation,
+                                                                 keyboardType: series.keyboardType),
+                                           osMajor: series.osMajor))
+        }
+        for series in touched.keys { touch(series) }
+        for bin in delta.releases.keys where touched[bin.series] == nil { touch(bin.series) }
+        for release in delta.releaseSources.keys where touched[release.series] == nil { touch(release.series) }
+        releaseMoves = ReleaseMoveCache(keeping: releaseMoves, except: scopes)
     }
 
     /// An exact key's packed form, its strings interned.

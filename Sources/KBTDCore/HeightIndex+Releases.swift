@@ -34,14 +34,25 @@ extension HeightIndex {
     /// The end of a pooled list (and a slot without one).
     static let noEntry = UInt32.max
 
-    /// Releases the index keeps per key (docs/fallback-chain.md, "Point releases"). An OS major
-    /// has had at most 7 point releases so far; a client spraying minors must not grow a key,
-    /// or the estimator's work for it, without bound. Past it a new release takes the place of
-    /// the key's weakest one (fewest sources, untrusted, fewest samples, then the oldest minor):
-    /// a release with support of its own outlasts any number of one network's. A dropped
-    /// release's samples still count for the OS major, as every release's do, and the store
-    /// keeps its rows.
+    /// Releases kept per key, in the index and in the stores (docs/fallback-chain.md, "Point
+    /// releases"). An OS major has had at most 7 point releases so far; a client spraying minors
+    /// must not grow a key, its rows or the estimator's work for it, without bound. Past it the
+    /// key's weakest releases go (`releasesToDrop`): a release with support of its own outlasts
+    /// any number of one network's. A dropped release's samples still count for the OS major, as
+    /// every release's do.
     public static let maxReleasesPerKey = 16
+
+    /// The releases of one key to drop so that at most `maxReleasesPerKey` remain: the weakest,
+    /// by support (a trusted peer above any number of networks, then more networks), then
+    /// docked samples, then the lower minor. The one rule the index and both stores apply to a
+    /// key's releases after adding a commit's (or a load's) to them: it depends only on what
+    /// the key holds then, not on the order data came in, so a store's rows, the index built
+    /// live and the index a restart loads from those rows keep the same releases.
+    public static func releasesToDrop(_ held: [ReleaseStanding]) -> [Int] {
+        guard held.count > maxReleasesPerKey else { return [] }
+        return held.sorted { ($0.support.strength, $0.samples, $0.minor) < ($1.support.strength, $1.samples, $1.minor) }
+            .prefix(held.count - maxReleasesPerKey).map(\.minor)
+    }
 
     /// The lists of the exact key in `slot` (slots appended since the array last grew have none).
     func lists(of slot: UInt32) -> SlotLists {
@@ -83,17 +94,10 @@ extension HeightIndex {
             guard let key = touchedKey(release.series, release.minor) else { continue }
             touched[key, default: (release.series.osMajor, ReleaseStats(), [])].sources.formUnion(ids)
         }
-        // Weakest first within a key, so that a key given more releases than it keeps (a load)
-        // ends with its strongest ones whatever the dictionary's order.
-        let ordered = touched.sorted { a, b in
-            let (p, q) = (a.key.series, b.key.series)
-            if p != q { return (p.model, p.language, p.kind, p.os) < (q.model, q.language, q.kind, q.os) }
-            let (x, y) = (a.value.stats.samples, b.value.stats.samples)
-            let (sa, sb) = (ReleaseSupport.counting(a.value.sources), ReleaseSupport.counting(b.value.sources))
-            return (sa.strength, x, a.key.minor) < (sb.strength, y, b.key.minor)
-        }
-        for (key, entry) in ordered {
-            releaseMinors[entry.major, default: []].insert(key.minor)
+        // Every release joins its key first; then a key holding more than it keeps drops its
+        // weakest (`releasesToDrop`), whatever the order the dictionaries hold them in.
+        var grown: [UInt32: Int] = [:]
+        for (key, entry) in touched {
             guard let slot = seriesSlots[key.series] else { continue }
             var lists = lists(of: slot)
             var position = lists.releases
@@ -102,17 +106,8 @@ extension HeightIndex {
                 held += 1
                 position = releasePool[Int(position)].next
             }
-            if position == Self.noEntry, held >= Self.maxReleasesPerKey {
-                // Full: the weakest release gives way to a new one at least as strong (a tie: the
-                // newer data), and its entry takes the new one; a weaker new one is not kept.
-                let weakest = weakestRelease(ofSlot: slot)
-                let kept = releasePool[Int(weakest)].stats
-                guard (ReleaseSupport.counting(entry.sources).strength, entry.stats.samples)
-                        >= (kept.support.strength, kept.samples) else { continue }
-                position = weakest
-                releasePool[Int(position)].stats = ReleaseStats()
-                releasePool[Int(position)].minor = UInt16(key.minor)
-            } else if position == Self.noEntry {
+            if position == Self.noEntry {
+                if held >= Self.maxReleasesPerKey { grown[slot] = entry.major }
                 let new = ReleaseEntry(stats: ReleaseStats(), minor: UInt16(key.minor), next: lists.releases)
                 if freeRelease != Self.noEntry {
                     position = freeRelease
@@ -124,39 +119,58 @@ extension HeightIndex {
                 }
                 lists.releases = position
                 setLists(lists, of: slot)
+                releaseMinorHolders[entry.major, default: [:]][key.minor, default: 0] += 1
             }
             releasePool[Int(position)].stats.samples += entry.stats.samples
             releasePool[Int(position)].stats.votes.merge(entry.stats.votes, limit: LevelStats.binLimit, keepingTies: true)
             if !entry.sources.isEmpty { releasePool[Int(position)].stats.support.add(entry.sources) }
         }
+        for (slot, major) in grown {
+            var held: [ReleaseStanding] = []
+            forEachRelease(ofSlot: slot) {
+                held.append(ReleaseStanding(minor: Int($0.minor), support: $0.stats.support, samples: $0.stats.samples))
+            }
+            for minor in Self.releasesToDrop(held) { removeRelease(minor: minor, ofSlot: slot, major: major) }
+        }
     }
 
-    /// The position of the slot's weakest release entry: fewest sources (a trusted one counting
-    /// as the most), then fewest samples, then the lowest minor.
-    private func weakestRelease(ofSlot slot: UInt32) -> UInt32 {
-        var weakest = Self.noEntry
-        var position = lists(of: slot).releases
-        while position != Self.noEntry {
-            let entry = releasePool[Int(position)]
-            if weakest == Self.noEntry {
-                weakest = position
-            } else {
-                let other = releasePool[Int(weakest)]
-                if (entry.stats.support.strength, entry.stats.samples, entry.minor)
-                    < (other.stats.support.strength, other.stats.samples, other.minor) { weakest = position }
-            }
-            position = entry.next
+    /// Unlinks one release of the slot (its entry goes to the pool's free list).
+    private mutating func removeRelease(minor: Int, ofSlot slot: UInt32, major: Int) {
+        var lists = lists(of: slot)
+        var previous = Self.noEntry
+        var position = lists.releases
+        while position != Self.noEntry, releasePool[Int(position)].minor != UInt16(minor) {
+            previous = position
+            position = releasePool[Int(position)].next
         }
-        return weakest
+        guard position != Self.noEntry else { return }
+        let next = releasePool[Int(position)].next
+        if previous == Self.noEntry {
+            lists.releases = next
+            setLists(lists, of: slot)
+        } else {
+            releasePool[Int(previous)].next = next
+        }
+        releasePool[Int(position)] = ReleaseEntry(stats: ReleaseStats(), minor: 0, next: freeRelease)
+        freeRelease = position
+        forgetMinor(minor, major: major)
+    }
+
+    /// One entry fewer holds `major`.`minor` (`releaseMinors` lists the minors some key holds).
+    private mutating func forgetMinor(_ minor: Int, major: Int) {
+        releaseMinorHolders[major]?[minor, default: 1] -= 1
+        if releaseMinorHolders[major]?[minor] == 0 { releaseMinorHolders[major]?[minor] = nil }
+        if releaseMinorHolders[major]?.isEmpty == true { releaseMinorHolders[major] = nil }
     }
 
     /// Drops a removed exact key's releases (their entries go to the pool's free list).
-    mutating func removeReleases(ofSlot slot: UInt32) {
+    mutating func removeReleases(ofSlot slot: UInt32, major: Int) {
         var lists = lists(of: slot)
         var position = lists.releases
         guard position != Self.noEntry else { return }
         while position != Self.noEntry {
             let next = releasePool[Int(position)].next
+            forgetMinor(Int(releasePool[Int(position)].minor), major: major)
             releasePool[Int(position)] = ReleaseEntry(stats: ReleaseStats(), minor: 0, next: freeRelease)
             freeRelease = position
             position = next

@@ -5,7 +5,12 @@ extension HeightIndex {
     /// index is then what loading the remaining keys from the store builds.
     /// Keys not in the index are ignored. One pass over the exact keys per call.
     public mutating func remove(_ keys: some Sequence<SeriesKey>) {
-        releaseMoves = ReleaseMoveCache()
+        let keys = Array(keys)
+        // A removed key's releases and stats leave the decisions of its keyboard and major.
+        releaseMoves = ReleaseMoveCache(keeping: releaseMoves, except: Set(keys.map {
+            ReleaseMoveScope(language: LanguageKey(language: $0.language, orientation: $0.orientation, keyboardType: $0.keyboardType),
+                             osMajor: $0.osMajor)
+        }))
         var modelLanguageLevels: Set<PackedLevelKey> = []
         var modelLevels: Set<PackedLevelKey> = []
         for key in keys {
@@ -14,7 +19,7 @@ extension HeightIndex {
             let kind = PackedLevelKey.kind(orientation: key.orientation, keyboardType: type)
             guard let slot = seriesSlots.removeValue(forKey: PackedSeriesKey(model: model, language: language, kind: kind, os: os))
             else { continue }
-            removeReleases(ofSlot: slot)
+            removeReleases(ofSlot: slot, major: key.osMajor)
             removeDayVotes(ofSlot: slot)
             removeDaySources(ofSlot: slot)
             modelLanguageLevels.insert(PackedLevelKey(model: model, language: language, kind: kind))

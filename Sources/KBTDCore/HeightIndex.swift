@@ -37,8 +37,11 @@ public struct HeightIndex: Sendable {
     /// Per exact key and OS release: docked samples and votes (`HeightIndex+Releases`).
     var releasePool: [ReleaseEntry] = []
     var freeRelease = HeightIndex.noEntry
-    /// OS major → the minors with release data (a handful).
-    public internal(set) var releaseMinors: [Int: Set<Int>] = [:]
+    /// OS major → minor → how many keys hold that release: a release leaves the list with the
+    /// last key's entry, so minors a spray brought in and the keys dropped do not stay.
+    var releaseMinorHolders: [Int: [Int: Int]] = [:]
+    /// OS major → the minors some key holds release data for (a handful).
+    public var releaseMinors: [Int: Set<Int>] { releaseMinorHolders.mapValues { Set($0.keys) } }
     /// Per exact key: its votes per UTC day for the last `dayVoteDaysKept` days of data (`VoteAge.swift`).
     var dayVotePool: [DayVotes] = []
     var freeDayVote = HeightIndex.noEntry
@@ -63,7 +66,6 @@ public struct HeightIndex: Sendable {
     /// (key, release, source) once. The stores do: a load passes each `release_sources` row once,
     /// a commit only the rows it added (`CommitPlan.indexDelta`).
     public mutating func apply(_ delta: AggregateDelta) {
-        releaseMoves = ReleaseMoveCache()
         var touched: [SeriesKey: LevelStats] = [:]
         for (key, count) in delta.heights where key.placement == .docked {
             touched[key.series, default: LevelStats()].heights.add(key.halfPoints, count)
@@ -117,6 +119,20 @@ public struct HeightIndex: Sendable {
         applyReleases(delta.releases, sources: delta.releaseSources, packed: packed)
         applyDayVotes(delta.dayVotes, packed: packed)
         applyDaySources(delta.daySources, packed: packed)
+        // A release decision reads the keys of its keyboard and major that hold the release:
+        // their stats (docked samples, votes, sources) and their releases. Only the scopes of
+        // such keys this delta changed lose their decisions.
+        var scopes: Set<ReleaseMoveScope> = []
+        func touch(_ series: SeriesKey) {
+            guard let slot = packed[series].flatMap({ seriesSlots[$0] }) ?? slot(series), lists(of: slot).releases != Self.noEntry else { return }
+            scopes.insert(ReleaseMoveScope(language: LanguageKey(language: series.language, orientation: series.orientation,
+                                                                 keyboardType: series.keyboardType),
+                                           osMajor: series.osMajor))
+        }
+        for series in touched.keys { touch(series) }
+        for bin in delta.releases.keys where touched[bin.series] == nil { touch(bin.series) }
+        for release in delta.releaseSources.keys where touched[release.series] == nil { touch(release.series) }
+        releaseMoves = ReleaseMoveCache(keeping: releaseMoves, except: scopes)
     }
 
     /// An exact key's packed form, its strings interned.

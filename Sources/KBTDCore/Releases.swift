@@ -133,3 +133,17 @@ extension AggregateDelta {
         }
     }
 }
+
+/// What ranks one release of a key against its others when the key holds more than it keeps
+/// (`HeightIndex.releasesToDrop`): its support and its docked samples.
+public struct ReleaseStanding: Sendable, Equatable {
+    public var minor: Int
+    public var support: ReleaseSupport
+    public var samples: Int64
+
+    public init(minor: Int, support: ReleaseSupport, samples: Int64) {
+        self.minor = minor
+        self.support = support
+        self.samples = samples
+    }
+}

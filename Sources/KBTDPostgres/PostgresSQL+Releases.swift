@@ -45,6 +45,43 @@ extension PostgresSQL {
         return b.query(sql)
     }
 
+    /// Each release of the keys holding more than `limit`, with its docked samples, distinct
+    /// sources and whether one is a trusted peer (as `SQLiteTelemetryStore.releaseStandings`):
+    /// key columns, os_minor, samples, sources, trusted. Other keys give no rows.
+    static func releaseStandings(_ keys: [SeriesKey], limit: Int) -> PostgresQuery {
+        var arrays = KeyArrays()
+        keys.forEach { arrays.append($0) }
+        let b = SQLBinds()
+        let sql = """
+            WITH k AS (SELECT * FROM unnest(\(arrays.unnestArguments(b)))
+                       AS k(model, os_major, language, orientation, keyboard_type)),
+            r AS (SELECT \(keyColumns), os_minor, SUM(samples)::bigint AS samples, 0::bigint AS sources, false AS trusted
+                  FROM release_counts JOIN k USING (\(keyColumns)) GROUP BY \(keyColumns), os_minor
+                  UNION ALL
+                  SELECT \(keyColumns), os_minor, 0::bigint, COUNT(*)::bigint, bool_or(source = 0)
+                  FROM release_sources JOIN k USING (\(keyColumns)) GROUP BY \(keyColumns), os_minor),
+            crowded AS (SELECT \(keyColumns) FROM r GROUP BY \(keyColumns)
+                        HAVING COUNT(DISTINCT os_minor) > \(b(limit))::int)
+            SELECT \(keyColumns), os_minor, SUM(samples)::bigint, MAX(sources)::bigint, bool_or(trusted)
+            FROM r JOIN crowded USING (\(keyColumns)) GROUP BY \(keyColumns), os_minor
+            """
+        return b.query(sql)
+    }
+
+    /// Drops the rows of some (key, release)s from `release_counts` and `release_sources`.
+    static func dropReleases(_ releases: [ReleaseKey], table: String) -> PostgresQuery {
+        var keys = KeyArrays(), minors: [Int] = []
+        for release in releases {
+            keys.append(release.series)
+            minors.append(release.minor)
+        }
+        let b = SQLBinds()
+        let sql = """
+            DELETE FROM \(table) WHERE (\(keyColumns), os_minor) IN (SELECT * FROM unnest(\(keys.unnestArguments(b)), \(b(minors))::int[]))
+            """
+        return b.query(sql)
+    }
+
     /// The sources whose votes weighed on each key per day (`day_sources`, schema v12), as the SQLite store keeps them.
     static func insertDaySources(_ rows: [(DayKey, SourceID)]) -> PostgresQuery {
         var keys = KeyArrays(), days: [Int] = [], sources: [Int] = []

@@ -177,6 +177,10 @@ extension PostgresTelemetryStore {
                 added[ReleaseKey(series: key, minor: minor), default: []].insert(SourceID(UInt64(bitPattern: Int64(source))))
             }
         }
+        if !added.isEmpty {
+            try await boundReleases(of: Set(added.keys.map(\.series)).sorted(by: SeriesKey.writeOrder),
+                                    connection: connection, logger: logger)
+        }
         if !delta.dayVotes.isEmpty {
             try await connection.query(PostgresSQL.upsertDayVotes(delta.dayVotes.sorted { $0.key < $1.key }), logger: logger)
         }
@@ -193,6 +197,29 @@ extension PostgresTelemetryStore {
             try await connection.query(PostgresSQL.insertDaySources(rows), logger: logger)
         }
         return added
+    }
+
+    /// Keeps at most `HeightIndex.maxReleasesPerKey` releases of each key in `keys` (those the
+    /// commit gave a release source new to them: a release new to its key always brings one),
+    /// dropping the weakest ones' rows by the index's rule (`HeightIndex.releasesToDrop`), as
+    /// the SQLite store does (`boundReleases`).
+    static func boundReleases(of keys: [SeriesKey], connection: PostgresConnection, logger: Logger) async throws {
+        var held: [SeriesKey: [ReleaseStanding]] = [:]
+        for try await (m, o, l, r, k, minor, samples, sources, trusted) in try await connection.query(
+            PostgresSQL.releaseStandings(keys, limit: HeightIndex.maxReleasesPerKey), logger: logger)
+            .decode((String, Int, String, String, String, Int, Int, Int, Bool?).self) {
+            guard let key = series(m, o, l, r, k) else { continue }
+            held[key, default: []].append(ReleaseStanding(minor: minor, support: ReleaseSupport(sources: sources, trusted: trusted ?? false),
+                                                          samples: Int64(samples)))
+        }
+        var dropped: [ReleaseKey] = []
+        for key in held.keys.sorted(by: SeriesKey.writeOrder) {
+            for minor in HeightIndex.releasesToDrop(held[key]!).sorted() { dropped.append(ReleaseKey(series: key, minor: minor)) }
+        }
+        guard !dropped.isEmpty else { return }
+        for table in ["release_counts", "release_sources"] {
+            try await connection.query(PostgresSQL.dropReleases(dropped, table: table), logger: logger)
+        }
     }
 
     /// Registers the commit's keys and decides which reach the index with the

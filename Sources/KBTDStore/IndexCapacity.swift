@@ -121,7 +121,8 @@ public struct IndexedKeys: Sendable {
     /// (`minor` nil: `key_sources`) or of its release `minor` (`release_sources`, minors
     /// 0-31). Writing it again is then provably a no-op: the row is there, or the key
     /// (release) had 8 other sources, and rows only leave with their key (which leaves
-    /// this list), trusted rows are never retired and never move a last-seen time.
+    /// this list) or with their release (`forgetTrustedRow`), trusted rows are never retired
+    /// and never move a last-seen time.
     public func knowsTrustedRow(_ fingerprint: UInt64, minor: Int? = nil) -> Bool {
         guard let entry = entries[fingerprint] else { return false }
         guard let minor else { return entry.trustedKeyRow }
@@ -138,6 +139,13 @@ public struct IndexedKeys: Sendable {
         } else {
             entry.trustedKeyRow = true
         }
+        entries[fingerprint] = entry
+    }
+
+    /// Forgets the trusted source's row of a release whose rows a commit dropped (`boundReleases`).
+    public mutating func forgetTrustedRow(_ fingerprint: UInt64, minor: Int) {
+        guard var entry = entries[fingerprint], (0..<32).contains(minor) else { return }
+        entry.trustedReleaseRows &= ~(1 << UInt32(minor))
         entries[fingerprint] = entry
     }
 

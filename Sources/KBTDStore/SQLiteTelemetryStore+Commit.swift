@@ -253,6 +253,7 @@ extension SQLiteTelemetryStore {
         }
         try writeReleases(delta.releases)
         let newReleaseSources = try writeReleaseSources(delta.releaseSources, seenAt: seenAt)
+        try boundReleases(of: Set(newReleaseSources.keys.map(\.series)))
         try writeDayVotes(delta.dayVotes)
         try writeDaySources(delta.daySources)
         return WrittenSources(keys: newSources, releases: newReleaseSources)

@@ -51,6 +51,46 @@ extension SQLiteTelemetryStore {
         return added
     }
 
+    /// Each release of a key: its docked samples, distinct sources and whether one is a trusted
+    /// peer, as the index counts them (a release can have sources and no docked counts yet).
+    static let releaseStandings = """
+        SELECT os_minor, SUM(samples), 0, 0 FROM release_counts
+        WHERE model = ?1 AND os_major = ?2 AND language = ?3 AND orientation = ?4 AND keyboard_type = ?5 GROUP BY os_minor
+        UNION ALL
+        SELECT os_minor, 0, COUNT(*), MAX(source = 0) FROM release_sources
+        WHERE model = ?1 AND os_major = ?2 AND language = ?3 AND orientation = ?4 AND keyboard_type = ?5 GROUP BY os_minor
+        """
+    static let dropReleaseCounts = "DELETE FROM release_counts WHERE \(oneKey) AND os_minor = ?"
+    static let dropReleaseSources = "DELETE FROM release_sources WHERE \(oneKey) AND os_minor = ?"
+
+    /// Keeps at most `HeightIndex.maxReleasesPerKey` releases of each key in `keys`, dropping
+    /// the weakest one's rows by the index's own rule (`HeightIndex.releasesToDrop`), so one
+    /// network spraying minors adds at most that many releases' rows to a key, and the index a
+    /// restart loads holds the releases the live one did. Called for the keys a commit gave a
+    /// release source new to them: a release new to its key always brings one.
+    func boundReleases(of keys: some Sequence<SeriesKey>) throws(SQLiteError) {
+        let standings = try statement(Self.releaseStandings)
+        for key in keys {
+            var held: [Int: ReleaseStanding] = [:]
+            try standings.forEachRow(Self.keyValues(key)) { row in
+                let minor = Int(row.int(0))
+                var standing = held[minor] ?? ReleaseStanding(minor: minor, support: ReleaseSupport(), samples: 0)
+                standing.samples += row.int(1)
+                if row.int(2) > 0 {
+                    standing.support = ReleaseSupport(sources: Int(row.int(2)), trusted: row.int(3) != 0)
+                }
+                held[minor] = standing
+            }
+            for minor in HeightIndex.releasesToDrop(Array(held.values)) {
+                let values = Self.keyValues(key) + [.int(Int64(minor))]
+                try statement(Self.dropReleaseCounts).run(values)
+                try statement(Self.dropReleaseSources).run(values)
+                // Its trusted row is gone: a later report of the release must write it again.
+                indexed.forgetTrustedRow(key.fingerprint, minor: minor)
+            }
+        }
+    }
+
     /// One `release_counts` row (key columns, then os_minor, height_bin, samples, votes).
     static func addRelease(_ row: SQLiteRow, _ key: SeriesKey, to delta: inout AggregateDelta) {
         let bin = ReleaseBin(series: key, minor: Int(row.int(5)), halfPoints: HeightBin.halfPoints(row.double(6)))

@@ -252,6 +252,8 @@ struct ReleaseSourceTests {
             #expect(minors.count == HeightIndex.maxReleasesPerKey && minors.prefix(2) == [1, 2], "\(model): \(minors)")
             #expect(minors.dropFirst(2) == Array(1_003 - HeightIndex.maxReleasesPerKey + 2..<1_003)[...], "the latest sprayed ones")
         }
+        // Only the minors some key holds are listed for the OS major (the export's tables follow them).
+        #expect(sprayed.releaseMinors[26]?.count == HeightIndex.maxReleasesPerKey)
         // A load (every release of a key in one delta) keeps the same ones as the commits did.
         var loaded = ReleaseSourceTests.index { _ in 3 }
         loaded.apply(merged)
@@ -280,6 +282,37 @@ struct ReleaseSourceTests {
         sprayed.apply(Self.networkBatch(model: ReleaseFleet.models[0], os: "26.2", language: "ja-JP", height: 380, count: 1,
                                         network: 10))
         #expect(sprayed.releaseMoves.computed == 0)
+    }
+
+    /// A commit clears only the release decisions it can change: after one touching a ja-JP key,
+    /// the answers for every model and language recompute ja-JP's decisions alone; en-US's stay
+    /// decided. A commit touching no key with releases keeps every decision.
+    @Test func aCommitRecomputesOnlyTheDecisionsOfTheKeyboardItTouched() throws {
+        var index = ReleaseFleet.index(shift: 4, newSamples: 300)
+        let estimator = HeightEstimator()
+        func answerAll() throws {
+            for model in ReleaseFleet.models {
+                for language in ["ja-JP", "en-US"] {
+                    for os in ["26.1", "26.2"] { _ = estimator.estimate(try ReleaseFleet.query(model, language, os), in: index) }
+                }
+            }
+        }
+        try answerAll()
+        // Each language's keys hold 26.1 and 26.2: two decisions a language.
+        #expect(index.releaseMoves.computed == 4)
+        index.apply(ReleaseSourceTests.networkBatch(model: ReleaseFleet.models[0], os: "26.2", language: "ja-JP",
+                                                    height: 380, count: 1, network: 10))
+        try answerAll()
+        #expect(index.releaseMoves.computed == 2, "ja-JP's two decisions, not en-US's")
+        try answerAll()
+        #expect(index.releaseMoves.computed == 2)
+        // A key without releases (fr-FR, its release not recorded) changes no decision.
+        var french = ReleaseFleet.batch(model: ReleaseFleet.models[0], os: "26.1", language: "fr-FR", height: 330, count: 5)
+        french.releases = [:]
+        french.releaseSources = [:]
+        index.apply(french)
+        try answerAll()
+        #expect(index.releaseMoves.computed == 0)
     }
 
     @Test func releaseSourcesAreRecordedPerBatchAndCountedUpToTheLimit() {

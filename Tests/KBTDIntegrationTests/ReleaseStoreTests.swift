@@ -380,3 +380,97 @@ func postReleaseShift(to app: InProcessApp, models: [String]) async throws {
         }
     }
 }
+
+@Suite("Release rows in the stores are bounded per key", .ownThreads, .serialized)
+struct ReleaseRowBoundTests {
+    static func key(_ model: String) -> SeriesKey {
+        SeriesKey(model: model, osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")
+    }
+
+    /// Per model: its releases in `table` and the table's rows, read with the store's own SQL.
+    static func rows(in table: String, _ subject: StoreUnderTest) throws -> [String: (releases: Int, rows: Int)] {
+        let sql = "SELECT model, COUNT(DISTINCT os_minor), COUNT(*) FROM \(table) GROUP BY model"
+        var found: [String: (releases: Int, rows: Int)] = [:]
+        switch subject.kind {
+        case .sqlite:
+            try SQLiteConnection(path: subject.path, mode: .readOnly).prepare(sql).forEachRow { row in
+                found[row.text(0)] = (Int(row.int(1)), Int(row.int(2)))
+            }
+        case .postgresql:
+            for line in try subject.postgres!.psql("kbtd", sql).split(separator: "\n") {
+                let fields = line.split(separator: "|").map(String.init)
+                found[fields[0]] = (Int(fields[1])!, Int(fields[2])!)
+            }
+        }
+        return found
+    }
+
+    /// 26.2 moved ja-JP, reported by 3 networks on every model (which confirm the keys); then
+    /// one network sprays 1,000 fresh minors on every key. Each key keeps rows for at most
+    /// `maxReleasesPerKey` releases, the supported 26.1 and 26.2 among them (the weakest
+    /// sprayed ones go), every answer is the unsprayed one, and a restart loads an index
+    /// holding the same releases with the same answers.
+    @Test(arguments: StoreKind.available)
+    func aSprayOfMinorsKeepsAtMostTheBoundOfReleaseRowsPerKey(kind: StoreKind) async throws {
+        let subject = try StoreUnderTest(kind)
+        let store = try await subject.open()
+        var live = HeightIndex()
+        var honest = [PendingBatch]()
+        for model in ReleaseFleet.models {
+            let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+            for network in 1...3 {
+                honest.append(networkReleaseBatch("\(model)-1-\(network)", os: "26.1", network: network, model: model,
+                                                  height: old, count: 200))
+                honest.append(networkReleaseBatch("\(model)-2-\(network)", os: "26.2", network: network, model: model,
+                                                  height: old + 4, count: 100))
+            }
+        }
+        live.apply(try await store.commit(honest).added)
+        let unsprayed = live
+        let sprayed = (3..<1_003).flatMap { minor in
+            ReleaseFleet.models.map { model in
+                networkReleaseBatch("\(model)-\(minor)", os: "26.\(minor)", network: 9, model: model,
+                                    height: ReleaseFleet.base(model) + ReleaseFleet.candidateBar + 10, count: 20)
+            }
+        }
+        for start in stride(from: 0, to: sprayed.count, by: 100) {
+            live.apply(try await store.commit(Array(sprayed[start..<min(start + 100, sprayed.count)])).added)
+        }
+
+        // One bin a release here: a row a release in release_counts; 3 networks on 26.1 and 26.2, 1 on each sprayed one.
+        let bound = HeightIndex.maxReleasesPerKey
+        let counts = try Self.rows(in: "release_counts", subject), sources = try Self.rows(in: "release_sources", subject)
+        for model in ReleaseFleet.models {
+            #expect(counts[model]?.releases == bound && counts[model]?.rows == bound, "\(model): \(String(describing: counts[model]))")
+            #expect(sources[model]?.releases == bound && sources[model]?.rows == 3 + 3 + bound - 2,
+                    "\(model): \(String(describing: sources[model]))")
+            let minors = live.releases(of: Self.key(model)).map(\.minor)
+            #expect(minors == [1, 2] + Array(1_003 - bound + 2..<1_003), "\(model): \(minors)")
+        }
+        #expect(live.releaseMinors[26]?.count == bound)
+
+        let reopened = try await subject.open()
+        var loaded = HeightIndex()
+        loaded.apply(try await reopened.loadIndexCounts())
+        let estimator = HeightEstimator()
+        for model in ReleaseFleet.models {
+            #expect(loaded.releases(of: Self.key(model)).map(\.minor) == live.releases(of: Self.key(model)).map(\.minor))
+            #expect(loaded.releases(of: Self.key(model)).map(\.stats) == live.releases(of: Self.key(model)).map(\.stats))
+            let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
+            for os in ["26.1", "26.2", "26.500", "26.1002"] {
+                let query = try ReleaseFleet.query(model, "ja-JP", os)
+                let answer = estimator.estimate(query, in: live), before = estimator.estimate(query, in: unsprayed)
+                if os == "26.1" {
+                    // Answered from the OS major without its moved releases: the sprayed samples count for the
+                    // major (as every release's do, kept or not), so only the count of samples grows.
+                    #expect((answer.height, answer.basis, answer.p10, answer.p90) == (before.height, before.basis, before.p10, before.p90),
+                            "\(model) \(os): \(answer)")
+                } else {
+                    #expect(answer == before, "\(model) \(os): \(answer)")
+                }
+                #expect(answer.height == (os == "26.1" ? old : old + 4), "\(model) \(os): \(answer)")
+                #expect(estimator.estimate(query, in: loaded) == answer, "\(model) \(os) after a restart")
+            }
+        }
+    }
+}

@@ -2,7 +2,7 @@ import CLibdeflate
 
 /// Inflates a body that is exactly one gzip member in one call with libdeflate,
 /// into a buffer of the size the member's trailer declares (ISIZE): about a third
-/// of zlib's instructions for kbtd's batches (BENCHMARKS.md).
+/// of zlib's instructions for kbtd's batches (BENCHMARKS.md, "Intake speed").
 ///
 /// It answers only where libdeflate and zlib are known to agree, and returns
 /// `nil` otherwise, so the caller runs zlib (`StreamingInflater`) from the start

@@ -1,4 +1,4 @@
-/// When a key's height last changed, for the dashboard (issue 25, part 4). kbtd stores no
+/// When a key's height last changed, for the dashboard. kbtd stores no
 /// history of served answers, so this is derived from what it does store: the key's votes per
 /// UTC day of the last `HeightIndex.dayVoteDaysKept` days of data (`day_votes`). For each of
 /// those days the key's level-1 votes (`model+os+language`, per OS major) are rewound to the

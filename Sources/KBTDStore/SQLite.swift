@@ -35,8 +35,8 @@ final class SQLiteConnection {
     /// is built without lookaside memory (`OMIT_LOOKASIDE`): every register and cursor of a
     /// statement run is a `malloc` and a `free`, and with allocation statistics on (SQLite's
     /// default) each also takes a global mutex. Nothing in kbtd reads those statistics
-    /// (`sqlite3_memory_used`, `sqlite3_status`), so they are off. BENCHMARKS.md, "A cheaper
-    /// SQLite commit".
+    /// (`sqlite3_memory_used`, `sqlite3_status`), so they are off (0.78x the
+    /// instructions a commit, with rows bound in place).
     static let configured: Int32 = kbtd_sqlite3_config_memstatus(0)
 
     /// - Parameter vfs: an SQLite VFS by name (`KBTD_WALBUFFER_VFS`, the daemon's writer); nil: the default.

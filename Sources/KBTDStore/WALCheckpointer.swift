@@ -8,8 +8,8 @@ import Synchronization
 ///
 /// SQLite's automatic checkpoint runs inside the commit that takes the log past 1,000 frames:
 /// the writer thread reads those frames back, writes their pages into the database and syncs
-/// both files while every batch waits, about a quarter of the writer's CPU under full ingest
-/// (BENCHMARKS.md, "Checkpoints off the writer's thread"). Here the writer's connection has no
+/// both files while every batch waits, about a quarter of the writer's CPU under full ingest.
+/// Here the writer's connection has no
 /// automatic checkpoint; its WAL hook (`walCommitted(frames:)`, called by SQLite after each
 /// commit on the writer's thread) asks this thread for a passive checkpoint once
 /// `backgroundFrames` frames wait to be copied. A passive checkpoint never blocks the writer

@@ -7,8 +7,8 @@ extension UUID {
     ///
     /// kbtd stores every batch id it has counted in an index (exactly-once retries). A random (v4)
     /// id lands on a random page of that index, so a group commit of N batches rewrites about N
-    /// pages of it; ids that grow with time land beside each other on the last pages (BENCHMARKS.md,
-    /// "Multi-row upserts, measured again; what the batch ids cost the WAL"). Two batches of one
+    /// pages of it; ids that grow with time land beside each other on the last pages, which
+    /// one commit after another shares. Two batches of one
     /// phone still share nothing but the order of the seconds they were sealed in.
     static func batchID(sealedAt date: Date, using generator: inout some RandomNumberGenerator) -> UUID {
         let milliseconds = UInt64(max(0, date.timeIntervalSince1970.rounded(.down))) * 1000

@@ -55,8 +55,8 @@ struct Serve: AsyncParsableCommand {
 
     /// glibc raises its mmap threshold (up to 32 MiB) whenever a large block is freed, so the
     /// index's arrays, grown by copying as keys arrive, end up on the heap, and the copies they
-    /// leave behind stay resident: about 14 MiB of 105 at 100,000 keys (BENCHMARKS.md, "Fresh
-    /// answers within the memory targets"). A fixed 256 KiB threshold keeps large blocks on their own mappings, returned to
+    /// leave behind stay resident: about 14 MiB of 105 at 100,000 keys (BENCHMARKS.md, "Memory
+    /// by key count"). A fixed 256 KiB threshold keeps large blocks on their own mappings, returned to
     /// the system when freed. An operator's `GLIBC_TUNABLES` wins.
     static func fixMallocMmapThreshold(environment: [String: String]) {
         guard environment["GLIBC_TUNABLES"] == nil else { return }

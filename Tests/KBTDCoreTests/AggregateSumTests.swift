@@ -2,7 +2,7 @@ import Foundation
 @testable import KBTDCore
 import Testing
 
-/// Issue 27, item 3: a group commit adds its new batches' counts up in one pass into tables sized
+/// A group commit adds its new batches' counts up in one pass into tables sized
 /// once (`AggregateDelta(summing:)`), where it merged them one by one (`merge(_:)`). The sum must be
 /// that merge, table by table, whatever the batches hold.
 @Suite("Summing a commit's deltas")

@@ -1,7 +1,7 @@
 import KBTDCore
 import Testing
 
-/// The dashboard's "when did this key's height last change" (issue 25, part 4), recomputed
+/// The dashboard's "when did this key's height last change", recomputed
 /// from the key's votes per day with the estimator's own ageing rule.
 @Suite("Height changes recomputed from the votes per day")
 struct HeightChangeTests {

@@ -15,7 +15,7 @@ struct ReplayTests {
         return delta
     }
 
-    /// The fleet as it happens: a day of 26.1 history (1,500 ja-JP and en-US samples per model,
+    /// A point release's fleet as it happens: a day of 26.1 history (1,500 ja-JP and en-US samples per model,
     /// in batches of 50), then phones on 26.2, whose ja-JP keyboard is `shift` points taller, send
     /// batches of 10, the five models in turn, alongside 26.1 phones that keep sending theirs.
     static func releaseFleet(shift: Double, newBatches: Int = 40) -> [ReplayStep] {

@@ -57,7 +57,7 @@ struct HTTP2IngestTests {
 
     /// The batch path keeps the connection's receive window at 1 MiB, not the 65,535 bytes a
     /// connection starts with: a phone's 16 batches in flight on one connection need no WINDOW_UPDATE
-    /// every 32 KiB (BENCHMARKS.md, "Batches over TLS and h2 with one client"). A client that keeps
+    /// every 32 KiB, each its own flush and TLS record. A client that keeps
     /// to flow control waits for the raise after its SETTINGS, then writes 16 bodies of about
     /// 36 KB (over 560 KB in all, each within its stream's 65,535 bytes) before reading anything;
     /// every one is stored and answered, and no frame is refused.

@@ -2,7 +2,7 @@ import Foundation
 import KBTDCore
 import Testing
 
-/// Sustained uploads on one h2 connection all get their answer (issue 26): 2,000 distinct batches,
+/// Sustained uploads on one h2 connection all get their answer: 2,000 distinct batches,
 /// 16 streams in flight, sent by curl (nghttp2). Before `EndStreamCoalescer`, curl reset every stream
 /// whose empty END_STREAM frame arrived after the body, swift-nio-http2's rapid-reset budget (200
 /// RST_STREAM in 30 s) ran out, and kbtd ended the connection with GOAWAY ENHANCE_YOUR_CALM:

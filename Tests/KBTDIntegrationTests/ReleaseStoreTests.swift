@@ -232,7 +232,7 @@ struct ReleaseSourceStoreTests {
 
 @Suite("Point releases through the daemon's routes", .ownThreads)
 struct ReleaseRouteTests {
-    /// The scenario over HTTP: 26.1 history, then 26.2 moves ja-JP by 4 pt on every model.
+    /// The point-release scenario (`ReleaseFleet`) over HTTP: 26.1 history, then 26.2 moves ja-JP by 4 pt on every model.
     /// Ingest records each batch's release, `/v1/height?os=26.2` serves the new height, `os=26.1` the
     /// old one, and a restart (the index rebuilt from the store) answers the same.
     @Test func aMovedReleaseIsServedByTheRouteAndAfterARestart() async throws {

@@ -8,7 +8,7 @@ struct ReplayCommandTests {
     /// 2026-11-23 00:00 UTC.
     static let start: Int64 = 1_795_392_000
 
-    /// The fleet stored as the daemon stores it: a day of 26.1 history per model, then phones on
+    /// A point release's fleet stored as the daemon stores it: a day of 26.1 history per model, then phones on
     /// 26.2 (ja-JP 4 pt taller) and 26.1 taking turns, one batch a minute, each with its receipt.
     static func makeDatabase(_ path: String) throws {
         let store = try SQLiteTelemetryStore(path: path)

@@ -4,7 +4,7 @@ import KBTDCore
 import KBTDStore
 import Testing
 
-/// Issue 25, part 2: a key whose height changes with no release change converges to the new
+/// A key whose height changes with no release change converges to the new
 /// height once the old votes leave `vote_horizon_days`, on both stores and after a restart,
 /// while the counts operators read stay all-time totals.
 @Suite("Ageing votes: old data stops outvoting new (schema v10)", .ownThreads, .serialized)

@@ -3,7 +3,7 @@ import Foundation
 import KBTDStore
 import Testing
 
-/// Issue 22, item 4: many addresses together must not keep the index or the
+/// Many addresses together must not keep the index or the
 /// key store for good. Loopback is a stranger here (`trusted_peers = unix`,
 /// rate limits on); in-process requests may come from any address, so each
 /// network group (/16, /48) is played by its own address range. Small caps

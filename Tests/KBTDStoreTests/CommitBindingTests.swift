@@ -4,7 +4,7 @@ import Foundation
 @testable import KBTDStore
 import Testing
 
-/// Issue 27, part 3: a commit binds each row's parameters in place (`SQLiteBinder`: texts read by
+/// A commit binds each row's parameters in place (`SQLiteBinder`: texts read by
 /// SQLite where Swift keeps them, no array of values a row) and SQLite keeps no allocation
 /// statistics. The stored rows must be exactly what the commit carried, whatever the texts:
 /// short ones Swift stores inline, long ones on the heap, and non-ASCII ones.

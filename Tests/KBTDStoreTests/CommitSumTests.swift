@@ -3,7 +3,7 @@ import KBTDCore
 @testable import KBTDStore
 import Testing
 
-/// Issue 27, item 3: a group commit sums its new batches' counts in one pass (`CommitPlan.settle`,
+/// A group commit sums its new batches' counts in one pass (`CommitPlan.settle`,
 /// `AggregateDelta(summing:)`) where it merged them one by one. Random groups, with ids repeated
 /// inside a group and retried across groups, must settle to what the merge one by one gave, and
 /// leave the rows a commit of one batch at a time leaves.

@@ -3,7 +3,7 @@ import Foundation
 @testable import KBTDStore
 import Testing
 
-/// Issue 27, part 3: a commit skips writing a trusted source's `key_sources` and `release_sources`
+/// A commit skips writing a trusted source's `key_sources` and `release_sources`
 /// rows its writer knows a commit already wrote (`IndexedKeys.knowsTrustedRow`). Skipping must be
 /// invisible: the same commits with and without it leave the same rows and hand the index the
 /// same deltas, in fewer statements.

@@ -3,7 +3,7 @@ import KBTDCore
 @testable import KBTDStore
 import Testing
 
-/// Issue 27, part 3: the SQLite commit writes each counts table's rows in multi-row upserts (chunks
+/// The SQLite commit writes each counts table's rows in multi-row upserts (chunks
 /// of 64, 32, ... 1 rows, texts bound in place from one buffer): the database it leaves must be
 /// byte-identical to the one the one-statement-a-row commit leaves, for new rows and for rows the
 /// upserts add to, across chunk boundaries, in every table (releases and days of votes included).

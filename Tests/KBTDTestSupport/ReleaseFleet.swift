@@ -1,7 +1,7 @@
 import Foundation
 import KBTDCore
 
-/// The scenario: five models with iOS 26.1 data, then iOS 26.2 moves one language's keyboard.
+/// The point-release scenario: five models with iOS 26.1 data, then iOS 26.2 moves one language's keyboard.
 package enum ReleaseFleet {
     package static let models = ["iPhone17,1", "iPhone17,2", "iPhone17,3", "iPhone17,4", "iPhone17,5"]
     /// Each model's own keyboard (en-US), a few points apart so no answer is right by accident.

@@ -1,6 +1,6 @@
 import KBTDCore
 
-/// When each key's height last changed (issue 25, part 4), for the chosen model.
+/// When each key's height last changed, for the chosen model.
 extension DashboardPage {
     static func changeSection(_ input: DashboardInput, _ summary: DashboardSummary) -> String {
         guard let model = summary.chosenModel else { return "" }

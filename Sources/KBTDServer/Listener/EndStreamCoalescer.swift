@@ -10,7 +10,7 @@ import NIOHTTPTypesHTTP2
 /// considers finished (RST_STREAM, STREAM_CLOSED). swift-nio-http2 counts every inbound
 /// RST_STREAM against its rapid-reset budget (200 in 30 s, CVE-2023-44487) and, past it, ends the
 /// whole connection with GOAWAY ENHANCE_YOUR_CALM: an honest client uploading batches at a few
-/// hundred a second lost its connection after about 1,300 streams (BENCHMARKS.md, issue 26).
+/// hundred a second lost its connection after about 1,300 streams.
 ///
 /// So the frame that completes the answer (the HEADERS of an answer with `Content-Length: 0`, or
 /// the DATA frame that brings the body to its `Content-Length`) is held until the end arrives

@@ -7,8 +7,8 @@ import NIOCore
 /// record (a header, a tag, a seal), and `NIOHTTP2Handler` writes each frame as one or two
 /// buffers: a cached answer's HEADERS frame, then its DATA frame's 9-byte header, then the body.
 /// Without this, every answer cost three records; with it, the answers of one read (eight
-/// streams of a phone's burst) share one or two, as nginx's `ssl_buffer_size` 16k gathers them
-/// (BENCHMARKS.md, "Kept-alive h2: fewer TLS records"). A buffer of a record's size or more
+/// streams of a phone's burst) share one or two, as nginx's `ssl_buffer_size` 16k gathers them.
+/// A buffer of a record's size or more
 /// passes on uncopied (what was gathered before it first). Nothing is held past a flush or a
 /// close: what was gathered goes on to TLS first, in order, with its writes' promises.
 ///

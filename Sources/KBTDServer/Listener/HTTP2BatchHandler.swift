@@ -12,8 +12,9 @@ import Synchronization
 /// answered at once and the rest of the body dropped), the wire cap and the body budget as DATA
 /// frames arrive (each frame's bytes fed to the stream's `BatchBody` as they come, as the HTTP/1.1
 /// path feeds its chunks); at END_STREAM the body is finished (inflated), counted and committed in a
-/// task off the event loop (so one connection's batches use every core), and the `JSONAnswer` goes
-/// back as a HEADERS and a DATA frame (END_STREAM), with the router's fields and `Date`. The answers
+/// task on the connection's event loop (`EventLoopTaskExecutor`, as the HTTP/1.1 batch path does), or
+/// on the cooperative pool for JSON over 64 KiB (`BatchIngestHandler.onLoopJSONBytes`), and the
+/// `JSONAnswer` goes back as a HEADERS and a DATA frame (END_STREAM), with the router's fields and `Date`. The answers
 /// the commits finish while the event loop is busy go back together, with one flush (`Answers`):
 /// a group commit's answers on one connection cost one TLS record and one `write`, not one each.
 ///
@@ -23,9 +24,8 @@ import Synchronization
 /// keeps the connection's window open, at `connectionWindow` (1 MiB: every batch stream's first
 /// 64 KiB at once) rather than the 65,535 bytes the multiplexer after it would keep (its one
 /// `targetWindowSize` would also set every stream's window): with 16 batches in flight, a 64 KiB
-/// connection window cost a WINDOW_UPDATE (its own flush, TLS record and write) every 32 KiB
-/// (BENCHMARKS.md, "Batches over TLS and h2 with one client"). The connection's
-/// `NIOHTTP2WindowUpdatedEvent`s therefore stop here. Streams keep their 65,535-byte windows, so
+/// connection window cost a WINDOW_UPDATE (its own flush, TLS record and write) every 32 KiB.
+/// The connection's `NIOHTTP2WindowUpdatedEvent`s therefore stop here. Streams keep their 65,535-byte windows, so
 /// the multiplexer's streams hold at most that each, and at most `maxStreams` streams per
 /// connection are taken here at once, so a connection buffers at most `maxStreams` x
 /// `max_compressed_bytes` here; more go to the multiplexer. A stream whose body has not ended
@@ -241,8 +241,8 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// frame is held. A slice shares the storage of the whole decrypted read it came
     /// from (NIOSSL's, up to hundreds of KiB), and swift-nio-http2's frame decoder appends the next
     /// read to the rest of that storage: while a slice of it was held here, every append copied the
-    /// whole storage first (copy-on-write) into a fresh allocation, faulted in page by page
-    /// (BENCHMARKS.md, "Batches over TLS and h2 with one client"). Feeding as frames arrive is one
+    /// whole storage first (copy-on-write) into a fresh allocation, faulted in page by page.
+    /// Feeding as frames arrive is one
     /// copy of the body's bytes; keeping them in a buffer of the stream's own and feeding them at
     /// the end was two. A refusal (a cap passed, a deflate stream that does not inflate) is answered
     /// at once and the rest of the body dropped, as on HTTP/1.1.

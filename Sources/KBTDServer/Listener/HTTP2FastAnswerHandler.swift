@@ -7,7 +7,7 @@ import NIOHTTP2
 /// set, so no body follows) is answered here with a HEADERS frame and a DATA frame (one HEADERS
 /// frame for a 304), END_STREAM on the last, carrying the rendered answer's fields, `Date` and
 /// body: the same answer, headers, 304s and metrics as HTTP/1.1's fast path. No stream channel,
-/// no codec and no task are made for it, which is most of what such a stream cost (issue 26).
+/// no codec and no task are made for it, which is most of what such a stream cost.
 ///
 /// It sits right after `NIOHTTP2Handler` (in frame mode) and its connection manager, in front of
 /// the stream multiplexer (`HTTP2Connection`). What it writes goes through `NIOHTTP2Handler`:

@@ -117,7 +117,7 @@ struct DashboardBrowserTests {
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
     }
 
-    /// The change table (issue 25, part 4): a key stored 25 days ago at 380 pt that today's
+    /// The change table: a key stored 25 days ago at 380 pt that today's
     /// batches move to 384 pt shows, in Chromium, the day its height changed and from what;
     /// a steady key shows no change; the height now is what `/v1/height` serves.
     @Test(.enabled(if: chromium != nil,

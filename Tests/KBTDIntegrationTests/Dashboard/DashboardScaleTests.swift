@@ -6,7 +6,7 @@ import Testing
 
 /// The dashboard's bounded read: the stores' aggregating queries give what the
 /// counts in memory give, and at 500,000 keys the page and `kbtd report`
-/// are drawn in bounded memory (issue 22, item 3).
+/// are drawn in bounded memory.
 @Suite("Dashboard at scale: bounded reads", .ownThreads, .timeLimit(.minutes(10)), .serialized)
 struct DashboardScaleTests {
     /// Keys of varied shape, with ties on purpose: 8 models (one with 30 languages, more panels than
@@ -126,7 +126,7 @@ struct DashboardScaleTests {
     }
 
     /// Before the bounded read, `kbtd report --html` read every count: 953 MiB here at 500k keys
-    /// (688 MiB in the issue's database), and one `GET /dashboard` raised the daemon's peak by 792 MiB.
+    /// (688 MiB on another database of that size), and one `GET /dashboard` raised the daemon's peak by 792 MiB.
     /// Now: the store's summary plus the index's 50,000 admitted keys (about 147 MiB, as the daemon's index).
     @Test func reportAndDashboardAt500kKeysStayInBoundedMemory() async throws {
         let directory = TestPaths.temporaryDirectory()

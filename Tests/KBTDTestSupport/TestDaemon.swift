@@ -133,7 +133,9 @@ package final class TestDaemon: @unchecked Sendable {
         // The shell opens the log: the test process holds no file handle whose
         // lifetime (and close) could race with sockets opened on other threads.
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "umask ${KBTD_TEST_UMASK:-022}; exec \"$0\" \"$@\" >>\"$KBTD_TEST_LOG\" 2>&1", TestPaths.kbtdBinary,
+        // The shell's own variables are unset before the exec: kbtd warns about KBTD_* variables it does not read.
+        process.arguments = ["-c", "umask ${KBTD_TEST_UMASK:-022}; log=$KBTD_TEST_LOG; unset KBTD_TEST_LOG KBTD_TEST_UMASK; "
+                             + "exec \"$0\" \"$@\" >>\"$log\" 2>&1", TestPaths.kbtdBinary,
                              "serve", "--listen", listenAddress, "--unix", unixSocket, "--database", database] + extraArguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KBTD_") && $0.key != "NOTIFY_SOCKET" }
         env.merge(environment) { $1 }

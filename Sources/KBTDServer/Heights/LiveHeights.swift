@@ -37,7 +37,7 @@ final class LiveHeights: Sendable {
     private let model: Mutex<Model>
     private let cache = Mutex(Cache())
     /// The cache's generation, readable without its lock: answers rendered
-    /// elsewhere (the thin path's bytes) are valid while it is unchanged.
+    /// elsewhere (the fast path's bytes) are valid while it is unchanged.
     private let published = Atomic<UInt64>(0)
     /// The cache starts over past this many bytes of answers (bounded memory
     /// whatever mix of questions clients ask).

@@ -1,7 +1,8 @@
 import KBTDCore
 import Synchronization
 
-/// A rendered answer with its validator.
+/// An answer's body with its validator, as the live index's cache keeps it (`RenderedAnswers`
+/// keeps the whole HTTP answer built from it).
 struct CachedAnswer: Sendable {
     var body: [UInt8]
     var etag: String

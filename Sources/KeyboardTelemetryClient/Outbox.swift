@@ -38,7 +38,7 @@ actor Outbox {
 
     /// Encodes, compresses and persists a sealed batch, then delivers it when delivery is enabled.
     func enqueue(id: UUID, device: TelemetryDevice, samples: [KeyboardSample]) {
-        let body = Gzip.compress(BatchBody.json(batchID: id, device: device, samples: samples))
+        let body = Gzip.compress(UploadBody.json(batchID: id, device: device, samples: samples))
         let evicted: [QueuedBatch]
         do {
             (_, evicted) = try queue.enqueue(id: id, sampleCount: samples.count, body: body)

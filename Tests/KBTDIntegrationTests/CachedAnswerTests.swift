@@ -8,11 +8,11 @@ import NIOHTTPTypes
 @testable import KBTDServer
 import Testing
 
-/// The thin path for cached answers (`CachedAnswerHandler`): a plain
+/// The fast path for cached answers (`CachedAnswerHandler`): a plain
 /// `GET /v1/height` or `/v1/heights` on an HTTP/1.1 connection is answered in
 /// the channel pipeline; the same question with a `Connection` header goes
 /// through the router. Both must send the same bytes.
-@Suite("Cached answers on the thin path", .ownThreads, .timeLimit(.minutes(10)))
+@Suite("Cached answers on the fast path", .ownThreads, .timeLimit(.minutes(10)))
 struct CachedAnswerTests {
     static let answered = HeightTests.chain.map { "/v1/height?" + $0.query } + [
         "/v1/height?model=iPhone17,1&language=en%2DUS&os=26.1",
@@ -45,7 +45,7 @@ struct CachedAnswerTests {
     /// Each question three ways: on a new connection (the bytes handler answers), on a connection
     /// whose bytes already go to the HTTP decoder (`CachedAnswerHandler` answers), and with a
     /// `Connection` header (the router answers). Status, headers and body must agree.
-    @Test func theThinPathSendsWhatTheRouterSends() throws {
+    @Test func theFastPathSendsWhatTheRouterSends() throws {
         let daemon = try TestDaemon().start()
         defer { #expect(daemon.stop() == 0) }
         try Self.loadChainFleet(into: daemon)
@@ -111,19 +111,19 @@ struct CachedAnswerTests {
         let daemon = try TestDaemon(extraArguments: ["--config", config]).start()
         defer { #expect(daemon.stop() == 0) }
         let path = "/v1/height?model=iPhone17,1&language=en-US&os=26.1"
-        func both() throws -> (thin: HTTPTestResponse, routed: HTTPTestResponse) {
-            let thin = try daemon.connection().request("GET", path)
+        func both() throws -> (fast: HTTPTestResponse, routed: HTTPTestResponse) {
+            let fast = try daemon.connection().request("GET", path)
             let routed = try daemon.connection().request("GET", path, headers: [("Connection", "keep-alive")])
-            #expect(thin.body == routed.body)
-            #expect(thin.header("etag") == routed.header("etag"))
-            #expect(thin.header("cache-control") == routed.header("cache-control"))
-            return (thin, routed)
+            #expect(fast.body == routed.body)
+            #expect(fast.header("etag") == routed.header("etag"))
+            #expect(fast.header("cache-control") == routed.header("cache-control"))
+            return (fast, routed)
         }
-        let empty = try both().thin
+        let empty = try both().fast
         #expect(empty.json?["basis"] == .string("default"))
         _ = try both()
         #expect(try daemon.post(gzip(batchBody(samples: shows(25, height: 336))), encoding: "gzip").status == 202)
-        let loaded = try both().thin
+        let loaded = try both().fast
         #expect(loaded.json?["basis"] == .string("model+os+language"), "\(loaded.text)")
         #expect(loaded.header("etag") != empty.header("etag"))
         let stale = try daemon.connection().request("GET", path, headers: [("If-None-Match", empty.header("etag") ?? "")])
@@ -134,7 +134,7 @@ struct CachedAnswerTests {
         try "cache_max_age_seconds = 60\n".write(toFile: config, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
         #expect(daemon.waitForLog("configuration reloaded"))
-        let reloaded = try both().thin
+        let reloaded = try both().fast
         #expect(reloaded.header("cache-control") == "public, max-age=60")
         #expect(reloaded.body == loaded.body)
 
@@ -142,13 +142,13 @@ struct CachedAnswerTests {
         daemon.signal(SIGHUP)
         // The second reload's line: until it is logged the two paths may straddle the reload.
         #expect(daemon.waitForLog("configuration reloaded", occurrences: 2))
-        let stricter = try both().thin
+        let stricter = try both().fast
         #expect(stricter.json?["basis"] != .string("model+os+language"), "25 samples no longer make the level answer: \(stricter.text)")
     }
 
     /// The bytes handler holds a head it is still reading, so the header and idle deadlines must
     /// still close a slow or idle connection; and a connection it answers stays open while used.
-    @Test func deadlinesHoldOnTheThinPath() throws {
+    @Test func deadlinesHoldOnTheFastPath() throws {
         let daemon = try TestDaemon(environment: ["KBTD_HEADER_TIMEOUT_SECONDS": "1", "KBTD_IDLE_TIMEOUT_SECONDS": "2"]).start()
         defer { #expect(daemon.stop() == 0) }
         let slow = try daemon.connection()

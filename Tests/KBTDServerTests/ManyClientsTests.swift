@@ -26,7 +26,7 @@ struct ManyClientsTests {
     // MARK: 1. the rendered-answer cache
 
     /// A model with hundreds of estimates (a large `/v1/heights` answer), asked with thousands of
-    /// distinct `os` strings: before, the thin path kept a full copy per question (4,096 x the
+    /// distinct `os` strings: before, the fast path kept a full copy per question (4,096 x the
     /// answer); now its rendered answers stay within `answer_cache_bytes`.
     @Test func renderedAnswersStayWithinTheirByteBound() async throws {
         let app = try InProcessApp(environment: ["KBTD_MAX_LANGUAGES_PER_MODEL": "1000"])

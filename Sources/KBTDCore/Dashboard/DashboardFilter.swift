@@ -1,19 +1,3 @@
-/// Batches and samples stored in one UTC hour (the store's `hourly_ingest` table).
-public struct HourlyIngest: Sendable, Equatable {
-    /// Unix seconds of the hour's start.
-    public var hour: Int64
-    public var batches: Int64
-    public var samples: Int64
-    public var rejected: Int64
-
-    public init(hour: Int64, batches: Int64, samples: Int64, rejected: Int64) {
-        self.hour = hour
-        self.batches = batches
-        self.samples = samples
-        self.rejected = rejected
-    }
-}
-
 /// The dashboard's URL filters: `?model=&os=&language=` (each optional).
 public struct DashboardFilter: Sendable, Equatable {
     public var model: String?
@@ -59,21 +43,5 @@ public struct DashboardFilter: Sendable, Equatable {
         if let osMajor { parts.append("iOS \(osMajor)") }
         if let language { parts.append("language \(language)") }
         return parts.isEmpty ? "all data" : parts.joined(separator: ", ")
-    }
-}
-
-/// Served height answers per basis, counted by a running daemon since it started.
-public struct BasisCounts: Sendable, Equatable {
-    /// `GET /v1/height` answers (200 and 304).
-    public var counts: [EstimateBasis: Int64]
-    /// Estimates inside `GET /v1/heights` answers (what the client library fetches), one per entry.
-    public var modelEstimates: [EstimateBasis: Int64]
-    /// Unix seconds of the daemon's start.
-    public var since: Int64
-
-    public init(counts: [EstimateBasis: Int64], modelEstimates: [EstimateBasis: Int64] = [:], since: Int64) {
-        self.counts = counts
-        self.modelEstimates = modelEstimates
-        self.since = since
     }
 }

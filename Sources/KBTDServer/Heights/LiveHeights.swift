@@ -1,7 +1,8 @@
 import KBTDCore
 import Synchronization
 
-/// A rendered answer with its validator.
+/// An answer's body with its validator, as the live index's cache keeps it (`RenderedAnswers`
+/// keeps the whole HTTP answer built from it).
 struct CachedAnswer: Sendable {
     var body: [UInt8]
     var etag: String
@@ -37,7 +38,7 @@ final class LiveHeights: Sendable {
     private let model: Mutex<Model>
     private let cache = Mutex(Cache())
     /// The cache's generation, readable without its lock: answers rendered
-    /// elsewhere (the thin path's bytes) are valid while it is unchanged.
+    /// elsewhere (the fast path's bytes) are valid while it is unchanged.
     private let published = Atomic<UInt64>(0)
     /// The cache starts over past this many bytes of answers (bounded memory
     /// whatever mix of questions clients ask).

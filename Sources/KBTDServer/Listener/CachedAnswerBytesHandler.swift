@@ -1,7 +1,7 @@
 import HTTPTypes
 import NIOCore
 
-/// The thin path's first stage, on a connection's bytes in front of the HTTP
+/// The fast path's first stage, on a connection's bytes in front of the HTTP
 /// decoder: while a client sends nothing but plain `GET /v1/height` and
 /// `GET /v1/heights` requests (a phone asking for its heights), each is
 /// answered here with the same bytes the router would send, written straight

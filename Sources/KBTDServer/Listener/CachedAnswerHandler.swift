@@ -2,7 +2,7 @@ import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
 
-/// The thin path for cached answers: on an HTTP/1.1 connection (or an HTTP/2 stream), a plain
+/// The fast path for cached answers: on an HTTP/1.1 connection (or an HTTP/2 stream), a plain
 /// `GET /v1/height` or `GET /v1/heights` is answered here, in the channel
 /// pipeline on the connection's event loop, with the bytes the router would
 /// send (the same `HeightRoutes.reply`, headers, `ETag`/304 and request

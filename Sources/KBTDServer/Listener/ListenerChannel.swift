@@ -30,7 +30,7 @@ struct ListenerChannel: Sendable {
     typealias Route = @Sendable (Work) -> Void
 
     let http1: HTTP1Channel
-    /// The thin path for cached answers, in front of HTTP/1.1's decoder.
+    /// The fast path for cached answers, in front of HTTP/1.1's decoder.
     let answers: CachedAnswers
     let http2: HTTP2Connection
     /// nil: plain HTTP/1.1.

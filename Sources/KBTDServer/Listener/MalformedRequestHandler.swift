@@ -1,6 +1,5 @@
 import Hummingbird
 import HummingbirdCore
-import KBTDCore
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
@@ -31,13 +30,14 @@ final class MalformedRequestHandler: ChannelInboundHandler, RemovableChannelHand
         guard parserError != .closedConnection, !answered else { return }
         answered = true
         let status: HTTPResponse.Status = parserError == .headerOverflow ? .init(code: 431, reasonPhrase: "Request Header Fields Too Large") : .badRequest
-        let body = JSONOutput.object([
-            ("error", .string(status == .badRequest ? "malformed request" : "request head too large")),
-            ("detail", .string(status == .badRequest
+        // The body every error answer has (`JSONAnswer.error`); the head is this handler's own, as
+        // the connection closes after it.
+        let bytes = JSONAnswer.error(
+            status, status == .badRequest ? "malformed request" : "request head too large",
+            detail: status == .badRequest
                 ? "the request is not valid HTTP/1.1 (\(parserError))"
-                : "the request line and headers exceed the server's limit")),
-        ]).serialized()
-        let bytes = ByteBuffer(string: body)
+                : "the request line and headers exceed the server's limit"
+        ).body
         let head = HTTPResponse(status: status, headerFields: [
             .contentType: "application/json", .contentLength: String(bytes.readableBytes), .connection: "close",
         ])

@@ -47,7 +47,8 @@ public struct ServerSettings: Sendable, Equatable {
     /// `Cache-Control: max-age` of height answers, seconds.
     public var cacheMaxAge = 3600
     /// Bytes of rendered height answers each of the two answer caches holds (the live index's
-    /// answers, and the thin path's rendered HTTP answers); past it a cache starts over.
+    /// answers, `LiveHeights`; and the whole HTTP answers the router and the fast path send,
+    /// `RenderedAnswers`); past it a cache starts over.
     public var answerCacheBytes = 16 << 20
     /// How long seen batch ids are remembered, days.
     public var batchRetentionDays = 7.0

@@ -2,7 +2,7 @@ import Foundation
 
 /// Writes the body of `POST /v1/batches` (docs/http-api.md) by hand: the field
 /// order is fixed and numbers use Swift's shortest round-trip form.
-enum BatchBody {
+enum UploadBody {
     static func json(batchID: UUID, device: TelemetryDevice, samples: [KeyboardSample]) -> Data {
         var out = "{\"batch_id\":"
         string(batchID.uuidString.lowercased(), to: &out)

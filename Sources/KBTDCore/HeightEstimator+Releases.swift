@@ -21,10 +21,14 @@ extension HeightEstimator {
         let language = LanguageKey(language: key.language, orientation: key.orientation, keyboardType: key.keyboardType)
         let moved = releases.map(\.minor).filter { minor in
             index.releaseMoved(ReleaseMoveKey(language: language, osMajor: key.osMajor, minor: minor,
-                                              minSamples: settings.minSamples, minSources: settings.minSources)) {
-                releaseMoved(osMajor: key.osMajor, minor: minor, language: key.language, orientation: key.orientation,
-                             keyboardType: key.keyboardType, in: index)
-            }
+                                              minSamples: settings.minSamples, minSources: settings.minSources),
+                               models: { Array(index.models(withLanguage: language)) },
+                               difference: { model in
+                                   releaseDifference(SeriesKey(model: model, osMajor: key.osMajor, language: key.language,
+                                                               orientation: key.orientation, keyboardType: key.keyboardType),
+                                                     minor: minor, in: index)
+                               },
+                               decide: Self.moved)
         }
         guard let firstMoved = moved.first else { return whole }
         if let start = moved.last(where: { $0 <= minor }) {
@@ -56,21 +60,37 @@ extension HeightEstimator {
     /// every answer as it was.
     public func releaseMoved(osMajor: Int, minor: Int, language: String, orientation: Orientation, keyboardType: String,
                              in index: some HeightLevels) -> Bool {
-        var differences: [Int] = []
-        for model in index.models(withLanguage: LanguageKey(language: language, orientation: orientation,
-                                                            keyboardType: keyboardType)).sorted() {
-            let key = SeriesKey(model: model, osMajor: osMajor, language: language, orientation: orientation,
-                                keyboardType: keyboardType)
-            let releases = index.releases(of: key)
-            guard let here = releases.first(where: { $0.minor == minor }), let whole = index.series(key) else { continue }
-            let there = Self.level(of: [here.stats], like: whole)
-            let before = Self.level(whole, without: releases.filter { $0.minor >= minor }.map(\.stats))
-            guard supports(there), supportsRelease([here.stats]), supports(before), let new = there.votes.mode,
-                  let old = before.votes.mode else { continue }
-            differences.append(new - old)
+        var histogram: [Int: Int] = [:]
+        for model in index.models(withLanguage: LanguageKey(language: language, orientation: orientation, keyboardType: keyboardType)) {
+            let key = SeriesKey(model: model, osMajor: osMajor, language: language, orientation: orientation, keyboardType: keyboardType)
+            if let difference = releaseDifference(key, minor: minor, in: index) { histogram[difference, default: 0] += 1 }
         }
-        guard differences.count >= Self.minimumShiftModels else { return false }
-        return Self.lowerMedian(differences) != 0
+        return Self.moved(histogram)
+    }
+
+    /// One model's say in `releaseMoved`: the mode of its votes on release `minor` less the mode
+    /// before it, when both have a level's support (and the release its own sources); else nil.
+    func releaseDifference(_ key: SeriesKey, minor: Int, in index: some HeightLevels) -> Int? {
+        let releases = index.releases(of: key)
+        guard let here = releases.first(where: { $0.minor == minor }), let whole = index.series(key) else { return nil }
+        let there = Self.level(of: [here.stats], like: whole)
+        let before = Self.level(whole, without: releases.filter { $0.minor >= minor }.map(\.stats))
+        guard supports(there), supportsRelease([here.stats]), supports(before), let new = there.votes.mode,
+              let old = before.votes.mode else { return nil }
+        return new - old
+    }
+
+    /// The decision over the models' differences (difference: number of models): at least
+    /// `minimumShiftModels` models, and their lower median not zero.
+    static func moved(_ histogram: [Int: Int]) -> Bool {
+        let count = histogram.values.reduce(0, +)
+        guard count >= minimumShiftModels else { return false }
+        var seen = 0
+        for (difference, models) in histogram.sorted(by: { $0.key < $1.key }) {
+            seen += models
+            if seen > (count - 1) / 2 { return difference != 0 }
+        }
+        return false
     }
 
     /// Release stats as a level: their votes and docked samples, with the key's sources,

@@ -7,10 +7,12 @@ extension HeightIndex {
     public mutating func remove(_ keys: some Sequence<SeriesKey>) {
         let keys = Array(keys)
         // A removed key's releases and stats leave the decisions of its keyboard and major.
-        releaseMoves = ReleaseMoveCache(keeping: releaseMoves, except: Set(keys.map {
-            ReleaseMoveScope(language: LanguageKey(language: $0.language, orientation: $0.orientation, keyboardType: $0.keyboardType),
-                             osMajor: $0.osMajor)
-        }))
+        var scopes: [ReleaseMoveScope: Set<String>] = [:]
+        for key in keys {
+            scopes[ReleaseMoveScope(language: LanguageKey(language: key.language, orientation: key.orientation, keyboardType: key.keyboardType),
+                                    osMajor: key.osMajor), default: []].insert(key.model)
+        }
+        releaseMoves = ReleaseMoveCache(keeping: releaseMoves, except: scopes)
         var modelLanguageLevels: Set<PackedLevelKey> = []
         var modelLevels: Set<PackedLevelKey> = []
         for key in keys {

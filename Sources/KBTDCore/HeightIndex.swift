@@ -121,13 +121,13 @@ public struct HeightIndex: Sendable {
         applyDaySources(delta.daySources, packed: packed)
         // A release decision reads the keys of its keyboard and major that hold the release:
         // their stats (docked samples, votes, sources) and their releases. Only the scopes of
-        // such keys this delta changed lose their decisions.
-        var scopes: Set<ReleaseMoveScope> = []
+        // such keys this delta changed are stale in their scopes' decisions.
+        var scopes: [ReleaseMoveScope: Set<String>] = [:]
         func touch(_ series: SeriesKey) {
             guard let slot = packed[series].flatMap({ seriesSlots[$0] }) ?? slot(series), lists(of: slot).releases != Self.noEntry else { return }
-            scopes.insert(ReleaseMoveScope(language: LanguageKey(language: series.language, orientation: series.orientation,
-                                                                 keyboardType: series.keyboardType),
-                                           osMajor: series.osMajor))
+            scopes[ReleaseMoveScope(language: LanguageKey(language: series.language, orientation: series.orientation,
+                                                          keyboardType: series.keyboardType),
+                                    osMajor: series.osMajor), default: []].insert(series.model)
         }
         for series in touched.keys { touch(series) }
         for bin in delta.releases.keys where touched[bin.series] == nil { touch(bin.series) }

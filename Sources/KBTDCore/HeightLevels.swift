@@ -25,9 +25,12 @@ public protocol HeightLevels {
     func recentVotes(of key: SeriesKey, sinceDay: Int) -> CountHistogram?
     /// The distinct sources whose votes on the key weighed from UTC day `sinceDay` on.
     func recentSupport(of key: SeriesKey, sinceDay: Int) -> ReleaseSupport
-    /// Whether a release moved a keyboard, as `compute` decides it: the index computes it once per
-    /// generation (`ReleaseMoveCache`); a view without a cache computes it each time.
-    func releaseMoved(_ key: ReleaseMoveKey, compute: () -> Bool) -> Bool
+    /// Whether a release moved a keyboard: `decide` over the histogram of the models' differences
+    /// (`difference` of each model `models` lists; nil: the model does not count). The index keeps
+    /// the differences per generation and recomputes only the models a change touched
+    /// (`ReleaseMoveCache`); a view without a cache computes them all each time.
+    func releaseMoved(_ key: ReleaseMoveKey, models: () -> [String], difference: (String) -> Int?,
+                      decide: ([Int: Int]) -> Bool) -> Bool
 }
 
 extension HeightLevels {
@@ -35,7 +38,14 @@ extension HeightLevels {
     public var latestVoteDay: Int? { nil }
     public func recentVotes(of key: SeriesKey, sinceDay: Int) -> CountHistogram? { nil }
     public func recentSupport(of key: SeriesKey, sinceDay: Int) -> ReleaseSupport { ReleaseSupport() }
-    public func releaseMoved(_ key: ReleaseMoveKey, compute: () -> Bool) -> Bool { compute() }
+    public func releaseMoved(_ key: ReleaseMoveKey, models: () -> [String], difference: (String) -> Int?,
+                             decide: ([Int: Int]) -> Bool) -> Bool {
+        var histogram: [Int: Int] = [:]
+        for model in models() {
+            if let value = difference(model) { histogram[value, default: 0] += 1 }
+        }
+        return decide(histogram)
+    }
 
     /// Levels without a release dimension (views that hide it) answer per OS major only.
     public func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)] { [] }
@@ -50,8 +60,9 @@ extension HeightIndex: HeightLevels {
         slot(key).map { daySupport(ofSlot: $0, sinceDay: sinceDay) } ?? ReleaseSupport()
     }
 
-    public func releaseMoved(_ key: ReleaseMoveKey, compute: () -> Bool) -> Bool {
-        releaseMoves.moved(key, compute)
+    public func releaseMoved(_ key: ReleaseMoveKey, models: () -> [String], difference: (String) -> Int?,
+                             decide: ([Int: Int]) -> Bool) -> Bool {
+        releaseMoves.moved(key, models: models, difference: difference, decide: decide)
     }
 
     public func series(_ key: SeriesKey) -> LevelStats? {

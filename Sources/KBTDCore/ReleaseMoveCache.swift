@@ -31,45 +31,83 @@ public struct ReleaseMoveScope: Hashable, Sendable {
     }
 }
 
-/// The estimator's release decisions for one generation of a `HeightIndex`: each is computed
-/// once (a walk over every model measuring the language) and then looked up, so an answer's
-/// release work is a lookup per release of its key, not a walk per release and request. Every
-/// change to the index (`apply`, `remove`) starts a new cache holding the old one's decisions
-/// except those of the scopes it touched (`ReleaseMoveScope`), so under steady ingest a commit
-/// costs the next answers only the decisions of the keyboards it changed, not a walk for every
-/// language. A copy of the index that does not change keeps sharing its cache; decisions made
-/// on an older copy stay in that copy's cache. Computed outside the lock: two requests racing on
-/// the same question compute the same answer twice, never block each other on it.
+/// The estimator's release decisions for one generation of a `HeightIndex`. A decision is a vote
+/// over the models that measured the keyboard on the release (each model's difference between its
+/// height there and before, or none); the cache keeps each decision's per-model differences and
+/// their histogram, so an answer's release work is a lookup per release of its key. Every change
+/// to the index (`apply`, `remove`) starts a new cache holding the old one's decisions, with the
+/// models it touched marked stale in the scopes it touched (`ReleaseMoveScope`): the next answer
+/// recomputes those models' differences only and reads the decision off the histogram. So under
+/// steady ingest a decision costs the models a commit changed, never a walk over every model that
+/// shares the keyboard (a decision is computed over all models once, the first time it is asked).
+/// A copy of the index that does not change keeps sharing its cache. Computed outside the lock:
+/// two requests racing on the same question compute the same answer twice, never block each other.
 public final class ReleaseMoveCache: Sendable {
+    /// One decision: each counting model's difference, their histogram, and the models whose
+    /// difference may have changed since.
+    struct Decision {
+        var differences: [String: Int] = [:]
+        var histogram: [Int: Int] = [:]
+        var stale: Set<String> = []
+        var moved = false
+
+        mutating func set(_ model: String, _ difference: Int?) {
+            if let old = differences.removeValue(forKey: model) {
+                histogram[old]! -= 1
+                if histogram[old] == 0 { histogram[old] = nil }
+            }
+            guard let difference else { return }
+            differences[model] = difference
+            histogram[difference, default: 0] += 1
+        }
+    }
+
     private struct State {
-        var moves: [ReleaseMoveScope: [ReleaseMoveKey: Bool]] = [:]
+        var moves: [ReleaseMoveScope: [ReleaseMoveKey: Decision]] = [:]
         var computed = 0
+        var differencesComputed = 0
     }
 
     private let state: Mutex<State>
 
     public init() { state = Mutex(State()) }
 
-    /// A cache for the next generation: `old`'s decisions but those of `touched` (per scope the
-    /// decisions are shared until written, so this costs a dictionary entry per scope held).
-    public init(keeping old: ReleaseMoveCache, except touched: Set<ReleaseMoveScope>) {
+    /// A cache for the next generation: `old`'s decisions, with the models of `touched` stale in
+    /// their scopes' decisions (per scope the decisions are shared until written).
+    public init(keeping old: ReleaseMoveCache, except touched: [ReleaseMoveScope: Set<String>]) {
         var moves = old.state.withLock { $0.moves }
-        for scope in touched { moves[scope] = nil }
+        for (scope, models) in touched where moves[scope] != nil {
+            for key in moves[scope]!.keys { moves[scope]![key]!.stale.formUnion(models) }
+        }
         state = Mutex(State(moves: moves))
     }
 
-    /// The cached decision for `key`, computed by `compute` on a miss.
-    public func moved(_ key: ReleaseMoveKey, _ compute: () -> Bool) -> Bool {
+    /// The decision for `key`: cached, or brought up to date by computing `difference` for the
+    /// stale models only, or (the first time) for every model `models` lists; `decide` reads it
+    /// off the histogram of differences (difference: number of models).
+    public func moved(_ key: ReleaseMoveKey, models: () -> [String], difference: (String) -> Int?,
+                      decide: ([Int: Int]) -> Bool) -> Bool {
         let scope = ReleaseMoveScope(language: key.language, osMajor: key.osMajor)
-        if let known = state.withLock({ $0.moves[scope]?[key] }) { return known }
-        let moved = compute()
+        let known = state.withLock { $0.moves[scope]?[key] }
+        if let known, known.stale.isEmpty { return known.moved }
+        var decision = known ?? Decision()
+        let recompute = known.map { Array($0.stale) } ?? models()
+        for model in recompute { decision.set(model, difference(model)) }
+        decision.stale = []
+        decision.moved = decide(decision.histogram)
         state.withLock {
-            $0.moves[scope, default: [:]][key] = moved
+            $0.moves[scope, default: [:]][key] = decision
             $0.computed += 1
+            $0.differencesComputed += recompute.count
         }
-        return moved
+        return decision.moved
     }
 
-    /// Decisions computed (misses) in this generation: the estimator's release work, for tests and benchmarks.
+    /// Decisions computed or brought up to date in this generation: the estimator's release work,
+    /// for tests and benchmarks.
     public var computed: Int { state.withLock { $0.computed } }
+
+    /// Per-model differences computed in this generation (a decision's first computation counts
+    /// every model of its keyboard; an update, the stale ones).
+    public var differencesComputed: Int { state.withLock { $0.differencesComputed } }
 }

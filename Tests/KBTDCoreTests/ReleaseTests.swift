@@ -304,6 +304,7 @@ struct ReleaseSourceTests {
                                                     height: 380, count: 1, network: 10))
         try answerAll()
         #expect(index.releaseMoves.computed == 2, "ja-JP's two decisions, not en-US's")
+        #expect(index.releaseMoves.differencesComputed == 2, "each brought up to date by the one model the commit touched")
         try answerAll()
         #expect(index.releaseMoves.computed == 2)
         // A key without releases (fr-FR, its release not recorded) changes no decision.
@@ -313,6 +314,54 @@ struct ReleaseSourceTests {
         index.apply(french)
         try answerAll()
         #expect(index.releaseMoves.computed == 0)
+    }
+
+    /// A decision brought up to date from the models a commit touched is the decision a walk over
+    /// every model makes, and costs those models only, however many share the keyboard: here a
+    /// fleet of 200 models, then commits that move the release on model after model.
+    @Test func anUpdatedDecisionEqualsAFullWalkAndCostsOnlyTheTouchedModels() throws {
+        let models = (1...200).map { "iPhone\(100 + $0),1" }
+        var index = HeightIndex()
+        for (n, model) in models.enumerated() {
+            for network in 0..<3 {
+                index.apply(ReleaseSourceTests.networkBatch(model: model, os: "26.1", language: "ja-JP", height: 380, count: 10,
+                                                            network: 1_000 * n + network))
+                index.apply(ReleaseSourceTests.networkBatch(model: model, os: "26.2", language: "ja-JP", height: 380, count: 10,
+                                                            network: 1_000 * n + network))
+            }
+        }
+        let estimator = HeightEstimator()
+        let language = LanguageKey(language: "ja-JP", orientation: .portrait, keyboardType: "default")
+        /// The decision as answers make it: through the index's cache.
+        func cached() -> Bool {
+            index.releaseMoved(ReleaseMoveKey(language: language, osMajor: 26, minor: 2, minSamples: estimator.settings.minSamples,
+                                              minSources: estimator.settings.minSources),
+                               models: { Array(index.models(withLanguage: language)) },
+                               difference: { model in
+                                   estimator.releaseDifference(SeriesKey(model: model, osMajor: 26, language: "ja-JP",
+                                                                         orientation: .portrait, keyboardType: "default"),
+                                                               minor: 2, in: index)
+                               },
+                               decide: HeightEstimator.moved)
+        }
+        /// The decision by a walk over every model, no cache.
+        func walked() -> Bool {
+            estimator.releaseMoved(osMajor: 26, minor: 2, language: "ja-JP", orientation: .portrait, keyboardType: "default", in: index)
+        }
+        #expect(!cached())
+        #expect(index.releaseMoves.differencesComputed == 200, "the first decision walks every model once")
+        for (n, model) in models.enumerated() {
+            // Each model's 26.2 outvoted at 386 by three networks of its own.
+            for network in 10..<13 {
+                index.apply(ReleaseSourceTests.networkBatch(model: model, os: "26.2", language: "ja-JP", height: 386, count: 20,
+                                                            network: network))
+            }
+            let decision = cached()
+            #expect(index.releaseMoves.differencesComputed == 1, "only the touched model is recomputed")
+            #expect(decision == walked(), "after \(n + 1) models")
+            // The lower median of 200 differences is the 100th: it moves once 101 models moved.
+            #expect(decision == (n + 1 >= 101), "after \(n + 1) models")
+        }
     }
 
     @Test func releaseSourcesAreRecordedPerBatchAndCountedUpToTheLimit() {

@@ -19,6 +19,20 @@ public enum ContentCoding: Sendable, Equatable {
         default: return nil
         }
     }
+
+    /// Whether two bytes open a zlib stream (RFC 1950: deflate, a window of at most 32 KiB, the
+    /// check bits): what tells a `deflate` body's zlib wrapper from raw deflate.
+    public static func isZlibHeader(_ cmf: UInt8, _ flg: UInt8) -> Bool {
+        cmf & 0x0F == 8 && cmf >> 4 <= 7 && (Int(cmf) << 8 | Int(flg)) % 31 == 0
+    }
+
+    /// The coding a body's first bytes show, if any: gzip's magic number or a zlib header. For
+    /// telling a client that sent a compressed body without `Content-Encoding`.
+    public static func sniffed(_ body: [UInt8]) -> ContentCoding? {
+        guard body.count >= 2 else { return nil }
+        if body[0] == 0x1F && body[1] == 0x8B { return .gzip }
+        return isZlibHeader(body[0], body[1]) ? .deflate : nil
+    }
 }
 
 /// Why a compressed body was refused.
@@ -86,9 +100,7 @@ public final class StreamingInflater {
                 guard pendingHeader.count >= 2 else { return }
                 chunk = pendingHeader
                 pendingHeader = []
-                let cmf = Int(chunk[0]), flg = Int(chunk[1])
-                let zlibWrapped = cmf & 0x0F == 8 && cmf >> 4 <= 7 && (cmf << 8 | flg) % 31 == 0
-                try open(windowBits: zlibWrapped ? 15 : -15)
+                try open(windowBits: ContentCoding.isZlibHeader(chunk[0], chunk[1]) ? 15 : -15)
             } else {
                 try open(windowBits: 15 + 16)
             }

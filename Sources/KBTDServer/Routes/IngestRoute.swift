@@ -61,7 +61,8 @@ struct IngestRoute: Sendable {
             batch = try BatchIntake.count(json: json, now: now, rules: rules)
         } catch {
             var refusal = JSONRefusal(error, "invalid batch")
-            if let coding = Self.compressedLooking(json) {
+            // curl's `--data-binary @file.gz` without the header is a common slip.
+            if let coding = ContentCoding.sniffed(json).map({ $0 == .gzip ? "gzip" : "deflate" }) {
                 refusal.detail += " (the body looks \(coding)-compressed: send Content-Encoding: \(coding))"
             }
             return rejected(refusal)
@@ -105,15 +106,6 @@ struct IngestRoute: Sendable {
             metrics.samplesAccepted.increment(by: Int64(batch.accepted))
             return JSONAnswer(.accepted, Array(Self.receipt(batch).serialized().utf8))
         }
-    }
-
-    /// The coding a body that is not JSON seems to be in (gzip's magic bytes, or a zlib header),
-    /// for the hint in its 400: curl's `--data-binary @file.gz` without the header is a common slip.
-    static func compressedLooking(_ body: [UInt8]) -> String? {
-        guard body.count >= 2 else { return nil }
-        if body[0] == 0x1F && body[1] == 0x8B { return "gzip" }
-        if body[0] & 0x0F == 8, body[0] >> 4 <= 7, (Int(body[0]) << 8 | Int(body[1])) % 31 == 0 { return "deflate" }
-        return nil
     }
 
     /// The 202 body: the phone's receipt, with the first 20 rejected samples.

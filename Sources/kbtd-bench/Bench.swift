@@ -77,9 +77,7 @@ struct Decode: ParsableCommand {
             let json: [UInt8]
             switch inflater {
             case .daemon:
-                let inflater = BodyInflater(coding: .gzip, maxOutput: 8 << 20)
-                try inflater.feed(body)
-                json = try inflater.finish()
+                json = try BodyInflater.inflate(body, coding: .gzip, maxOutput: 8 << 20)
             case .zlib:
                 let inflater = StreamingInflater(coding: .gzip, maxOutput: 8 << 20)
                 try inflater.feed(body)

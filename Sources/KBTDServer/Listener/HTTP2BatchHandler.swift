@@ -62,7 +62,6 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         var client: KBTDRequestContext
         /// The body so far: each DATA frame's bytes are fed to it as they arrive (see `feed`).
         var body: BatchBody?
-        var received = 0
         var unacknowledged = 0
         var deadline: NIODeadline
     }
@@ -202,15 +201,9 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
             guard case .byteBuffer(let bytes) = payload.data else { return }
             let length = bytes.readableBytes + (payload.paddingBytes ?? 0)
             streams[stream]!.unacknowledged += length
-            if streams[stream]!.phase == .reading, let framing = streams[stream]!.framing {
-                streams[stream]!.received += bytes.readableBytes
-                if streams[stream]!.received > framing.limits.maxCompressedBytes {
-                    streams[stream]!.phase = .refused
-                    streams[stream]!.body = nil
-                    send(path.ingest.rejected(framing.overWire), on: stream, context: context)
-                } else if bytes.readableBytes > 0 {
-                    feed(bytes, of: stream, context: context)
-                }
+            // The body counts its bytes against the wire cap and the budget (`BatchBody.feed`).
+            if streams[stream]!.phase == .reading, bytes.readableBytes > 0 {
+                feed(bytes, of: stream, context: context)
             }
             ended = payload.endStream
             if !ended, streams[stream]!.unacknowledged >= Self.windowStep {

@@ -1,7 +1,7 @@
 /// One key's docked samples, votes and support on one OS release, linked into the index's pool
 /// (`HeightIndex.releasePool`): 40 bytes (the support sits in what was padding before the minor),
 /// with no per-key dictionary entry or array.
-struct ReleaseEntry: Sendable {
+struct ReleaseEntry: PooledEntry, Sendable {
     var stats: ReleaseStats
     /// The release's minor (`FieldRules` allows at most 4 digits per part).
     var minor: UInt16
@@ -108,15 +108,8 @@ extension HeightIndex {
             }
             if position == Self.noEntry {
                 if held >= Self.maxReleasesPerKey { grown[slot] = entry.major }
-                let new = ReleaseEntry(stats: ReleaseStats(), minor: UInt16(key.minor), next: lists.releases)
-                if freeRelease != Self.noEntry {
-                    position = freeRelease
-                    freeRelease = releasePool[Int(position)].next
-                    releasePool[Int(position)] = new
-                } else {
-                    position = UInt32(releasePool.count)
-                    releasePool.append(new)
-                }
+                position = Self.place(ReleaseEntry(stats: ReleaseStats(), minor: UInt16(key.minor), next: lists.releases),
+                                      in: &releasePool, free: &freeRelease)
                 lists.releases = position
                 setLists(lists, of: slot)
                 releaseMinorHolders[entry.major, default: [:]][key.minor, default: 0] += 1

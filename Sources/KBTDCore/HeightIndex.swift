@@ -267,3 +267,24 @@ public struct KeysByModelView: Sendable {
     public var keys: [String] { index.modelLanguagesByModel.keys.map { index.strings[$0] } }
     public var count: Int { index.modelLanguagesByModel.count }
 }
+
+/// An entry of one of the index's pools (releases, per-day votes, per-day sources): linked to the
+/// key's next entry, or, once freed, to the pool's next free entry.
+protocol PooledEntry {
+    var next: UInt32 { get }
+}
+
+extension HeightIndex {
+    /// Stores `entry` in `pool`, in the first free place (`free` heads the free list) or at the
+    /// end; its position.
+    static func place<Entry: PooledEntry>(_ entry: Entry, in pool: inout [Entry], free: inout UInt32) -> UInt32 {
+        guard free != noEntry else {
+            pool.append(entry)
+            return UInt32(pool.count - 1)
+        }
+        let position = free
+        free = pool[Int(position)].next
+        pool[Int(position)] = entry
+        return position
+    }
+}

@@ -62,7 +62,7 @@ extension Int64 {
 /// 12 bytes (a UTC day number fits 16 bits until 2149; a height in half points, 16 bits; one day's
 /// votes on one bin saturate at 2^32 - 1; the key's next entry), with no per-key dictionary entry
 /// or array: a key's first day costs 12 bytes, not about 130.
-struct DayVotes: Sendable, Equatable {
+struct DayVotes: PooledEntry, Sendable, Equatable {
     var day: UInt16
     var halfPoints: Int16
     var votes: UInt32
@@ -75,7 +75,7 @@ struct DayVotes: Sendable, Equatable {
 /// voters, which is every voter of any recent window up to that many (a voter dropped for a
 /// later one voted last before every one kept), so a window's distinct networks are counted
 /// exactly up to the limit in 16 bytes each.
-struct DaySource: Sendable, Equatable {
+struct DaySource: PooledEntry, Sendable, Equatable {
     var source: UInt64
     var day: UInt16
     /// The key's next entry, or `HeightIndex.noEntry`.
@@ -117,16 +117,8 @@ extension HeightIndex {
             }
             return
         }
-        let entry = DaySource(source: source, day: day, next: lists.daySources)
-        if freeDaySource != Self.noEntry {
-            position = freeDaySource
-            freeDaySource = daySourcePool[Int(position)].next
-            daySourcePool[Int(position)] = entry
-        } else {
-            position = UInt32(daySourcePool.count)
-            daySourcePool.append(entry)
-        }
-        lists.daySources = position
+        lists.daySources = Self.place(DaySource(source: source, day: day, next: lists.daySources), in: &daySourcePool,
+                                      free: &freeDaySource)
         setLists(lists, of: slot)
     }
 
@@ -219,14 +211,7 @@ extension HeightIndex {
     }
 
     private mutating func newDayVotes(_ entry: DayVotes) -> UInt32 {
-        guard freeDayVote != Self.noEntry else {
-            dayVotePool.append(entry)
-            return UInt32(dayVotePool.count - 1)
-        }
-        let position = freeDayVote
-        freeDayVote = dayVotePool[Int(position)].next
-        dayVotePool[Int(position)] = entry
-        return position
+        Self.place(entry, in: &dayVotePool, free: &freeDayVote)
     }
 
     /// Unlinks the key's entries older than `oldest` (or all of them) into the pool's free list.

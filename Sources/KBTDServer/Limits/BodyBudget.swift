@@ -11,9 +11,9 @@ import Synchronization
 /// connections or streams.
 ///
 ///     let lease = budget.lease(network: context.clientNetwork, group: context.clientGroup)
-///     guard lease.resize(to: held.capacity, limit: limits.bodyBudgetBytes) else { refuse }
+///     if let scope = lease.resize(to: held.capacity, limit: limits.bodyBudgetBytes) { refuse(scope) }
 final class BodyBudget: Sendable {
-    /// Which share ran out, for the refusal's text and `kbtd_body_budget_refusals_total{scope}`.
+    /// Which share ran out, for the refusal's text.
     enum Scope: String, Sendable {
         case client, group, total
     }

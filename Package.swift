@@ -17,18 +17,19 @@ let package = Package(
         .executable(name: "kbtd-fleet", targets: ["kbtd-fleet"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
-        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
-        .package(url: "https://github.com/apple/swift-nio-extras.git", exact: "1.35.2"),
-        .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // TLS (BoringSSL, through swift-nio-ssl) and HTTP/2 for listeners with tls_certificate/tls_key.
-        // Exact: TLSTuning reads NIOSSLContext's private SSL_CTX (TLSTuningTests fails if a version moves it).
+        // The one exact pin: TLSTuning reads NIOSSLContext's private SSL_CTX by reflection (TLSTuningTests fails if a
+        // version moves it). Every other dependency takes security and bug-fix releases (from:).
         .package(url: "https://github.com/apple/swift-nio-ssl.git", exact: "2.37.6"),
-        .package(url: "https://github.com/apple/swift-nio-http2.git", exact: "1.46.0"),
-        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // System libraries: zlib and SQLite come from the OS (Debian's zlib1g-dev, libsqlite3-dev).

@@ -52,6 +52,10 @@ public struct HeightIndex: Sendable {
     public internal(set) var latestVoteDay: Int?
     /// The estimator's release decisions for this generation of the index (a new one on every change).
     public internal(set) var releaseMoves = ReleaseMoveCache()
+    /// At most this many models' differences one release decision computes per question
+    /// (`ReleaseMoveCache.moved`'s budget): unbounded by default; the daemon bounds it so that no
+    /// answer holds its index lock for a walk over every model of a keyboard.
+    public var releaseWorkBudget = Int.max
 
     public init() {}
 

@@ -62,7 +62,7 @@ extension HeightIndex: HeightLevels {
 
     public func releaseMoved(_ key: ReleaseMoveKey, models: () -> [String], difference: (String) -> Int?,
                              decide: ([Int: Int]) -> Bool) -> Bool {
-        releaseMoves.moved(key, models: models, difference: difference, decide: decide)
+        releaseMoves.moved(key, budget: releaseWorkBudget, models: models, difference: difference, decide: decide)
     }
 
     public func series(_ key: SeriesKey) -> LevelStats? {

@@ -2,6 +2,7 @@ import Foundation
 import KBTDCore
 @testable import KBTDStore
 @testable import KBTDPostgres
+@testable import KBTDServer
 import KeyboardTelemetryClient
 import Logging
 import Testing
@@ -273,6 +274,36 @@ struct ReleaseRouteTests {
         }
         let again = try await InProcessApp.reopened(database: database)
         try await expectAnswers(again)
+    }
+}
+
+@Suite("Release decisions made ahead of the questions", .ownThreads)
+struct ReleaseDecisionSettlerTests {
+    /// The daemon's settler makes the release decisions after ingest, before anyone asks: the
+    /// questions that follow read them and compute no model's difference themselves.
+    @Test func theDaemonMakesReleaseDecisionsBeforeAnyQuestion() async throws {
+        let app = try InProcessApp()
+        let models = Array(ReleaseFleet.models.prefix(3))
+        try await postReleaseShift(to: app, models: models)
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(20)
+        while app.app.heights.releaseDecisionWork.differences == 0, clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let settled = app.app.heights.releaseDecisionWork
+        #expect(settled.differences > 0, "the settler made the decisions with no question asked")
+        for model in ReleaseFleet.models.prefix(3) {
+            for language in ["ja-JP", "en-US"] {
+                for os in ["26", "26.1", "26.2", "26.2.1"] {
+                    #expect(try await app.get("/v1/height?model=\(model)&language=\(language)&os=\(os)").status == 200)
+                }
+            }
+            #expect(try await app.get("/v1/heights?model=\(model)&os=26.2").status == 200)
+        }
+        #expect(app.app.heights.releaseDecisionWork.differences == settled.differences, "no answer computed a decision")
+        #expect(app.app.heights.releaseDecisionWork.unfinished == settled.unfinished)
+        await app.app.shutdown()
     }
 }
 

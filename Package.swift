@@ -25,9 +25,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // TLS (BoringSSL, through swift-nio-ssl) and HTTP/2 for listeners with tls_certificate/tls_key.
-        // The one exact pin: TLSTuning reads NIOSSLContext's private SSL_CTX by reflection (TLSTuningTests fails if a
-        // version moves it). Every other dependency takes security and bug-fix releases (from:).
-        .package(url: "https://github.com/apple/swift-nio-ssl.git", exact: "2.37.6"),
+        // Every dependency takes security and bug-fix releases (from:); kbtd uses only their public API.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],

@@ -48,6 +48,10 @@ public struct HeightIndex: Sendable {
     /// Per exact key: its latest voters and their latest days (`VoteAge.swift`).
     var daySourcePool: [DaySource] = []
     var freeDaySource = HeightIndex.noEntry
+    /// Cold starts per (model, OS major), every key's added together (`ColdStarts.swift`). Kept
+    /// from the counts the index loads and the commits it applies; a key that leaves the index
+    /// leaves its cold starts here until the next start.
+    var coldStartsByModel: [ColdStartScope: ColdStartCounts] = [:]
     /// The latest UTC day with votes: the end of every key's vote horizon (time is the data's, not a clock's).
     public internal(set) var latestVoteDay: Int?
     /// The estimator's release decisions for this generation of the index (a new one on every change).
@@ -85,6 +89,10 @@ public struct HeightIndex: Sendable {
         }
         for (key, count) in delta.animations where key.event == .show {
             touched[key.series, default: LevelStats()].addShowAnimation(key.bin, count)
+        }
+        for (key, count) in delta.coldStarts {
+            coldStartsByModel[ColdStartScope(model: key.series.model, osMajor: key.series.osMajor), default: ColdStartCounts()]
+                .add(key, count)
         }
         // In key order: where a level's bins, sources or animations pass their caps, what it
         // keeps depends on the order of its merges, which must not be a dictionary's

@@ -19,7 +19,11 @@ extension HeightEstimator {
         // Each decision once per index generation (`ReleaseMoveCache`): a lookup per release of
         // the key (at most `HeightIndex.maxReleasesPerKey`), not a walk over every model per request.
         let language = LanguageKey(language: key.language, orientation: key.orientation, keyboardType: key.keyboardType)
-        let moved = releases.map(\.minor).filter { releaseMoved(language, osMajor: key.osMajor, minor: $0, in: index) }
+        // A release no key supports moved nothing (no model counts in its decision): skipped, so
+        // one network's sprayed minors cost no decision.
+        let moved = releases.map(\.minor).filter {
+            index.releaseHasSupport(osMajor: key.osMajor, minor: $0) && releaseMoved(language, osMajor: key.osMajor, minor: $0, in: index)
+        }
         guard let firstMoved = moved.first else { return whole }
         if let start = moved.last(where: { $0 <= minor }) {
             // Only releases up to the phone's own, each with support of its own, lend to the
@@ -48,7 +52,7 @@ extension HeightEstimator {
     }
 
     /// Computes the index's release decisions ahead of the questions that need them: every
-    /// keyboard on every release some key holds, at most `budget` models' differences per
+    /// keyboard on every release some key holds with support of its own, at most `budget` models' differences per
     /// call (decisions already made cost a lookup). True once every decision is made; the daemon
     /// calls it under its index lock until then, letting go of the lock between calls.
     public func settleReleaseDecisions(in index: HeightIndex, budget: Int) -> Bool {
@@ -57,7 +61,7 @@ extension HeightEstimator {
         let cache = index.releaseMoves
         let start = cache.differencesComputed, unfinished = cache.unfinished
         var index = index
-        for (major, minors) in index.releaseMinorHolders {
+        for (major, minors) in index.supportedReleaseHolders {
             for minor in minors.keys.sorted() {
                 for language in index.modelsByLanguage.keys {
                     let spent = cache.differencesComputed - start

@@ -40,6 +40,12 @@ public struct HeightIndex: Sendable {
     /// OS major → minor → how many keys hold that release: a release leaves the list with the
     /// last key's entry, so minors a spray brought in and the keys dropped do not stay.
     var releaseMinorHolders: [Int: [Int: Int]] = [:]
+    /// OS major → minor → how many keys hold that release with `releaseSupportMinimum` sources of
+    /// their own (or a trusted one): the releases the estimator decides about. One network spraying
+    /// minors adds entries (at most `maxReleasesPerKey` a key) but no decision.
+    var supportedReleaseHolders: [Int: [Int: Int]] = [:]
+    /// Sources an entry needs to count in `supportedReleaseHolders` (`setReleaseSupportMinimum`).
+    public internal(set) var releaseSupportMinimum = 1
     /// OS major → the minors some key holds release data for (a handful).
     public var releaseMinors: [Int: Set<Int>] { releaseMinorHolders.mapValues { Set($0.keys) } }
     /// Per exact key: its votes per UTC day for the last `dayVoteDaysKept` days of data (`VoteAge.swift`).

@@ -31,6 +31,9 @@ public protocol HeightLevels {
     /// (`ReleaseMoveCache`); a view without a cache computes them all each time.
     func releaseMoved(_ key: ReleaseMoveKey, models: () -> [String], difference: (String) -> Int?,
                       decide: ([Int: Int]) -> Bool) -> Bool
+    /// Whether some key holds release `osMajor`.`minor` with support of its own: a release none
+    /// does moved nothing, and the estimator skips its decision (views: every release may).
+    func releaseHasSupport(osMajor: Int, minor: Int) -> Bool
     /// The model's cold starts on an OS major (every major added together for nil); nil when it has none.
     func coldStarts(model: String, osMajor: Int?) -> ColdStartCounts?
 }
@@ -48,6 +51,8 @@ extension HeightLevels {
         }
         return decide(histogram)
     }
+
+    public func releaseHasSupport(osMajor: Int, minor: Int) -> Bool { true }
 
     /// Levels without cold starts (views for the backtest) have none.
     public func coldStarts(model: String, osMajor: Int?) -> ColdStartCounts? { nil }

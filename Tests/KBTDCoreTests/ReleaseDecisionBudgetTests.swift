@@ -1,4 +1,4 @@
-import KBTDCore
+@testable import KBTDCore
 import KBTDTestSupport
 import Testing
 
@@ -78,5 +78,49 @@ import Testing
         #expect(index.releaseMoves.unfinished == unfinished)
         #expect(estimator.settleReleaseDecisions(in: index, budget: 50), "nothing left to settle")
         #expect(index.releaseMoves.differencesComputed == computed)
+    }
+
+    /// One network spraying point releases on supported keys adds entries (bounded per key) but
+    /// no release decision: a release no key supports moved nothing, so neither the settler nor
+    /// an answer for a phone on a sprayed release computes a model's difference for it.
+    @Test func aSprayedReleaseCostsNoDecision() throws {
+        var index = HeightIndex()
+        let models = Array(Self.models.prefix(20))
+        for (n, model) in models.enumerated() {
+            for network in 0..<3 {
+                index.apply(ReleaseSourceTests.networkBatch(model: model, os: "26.1", language: "ja-JP", height: 380, count: 10,
+                                                            network: 1_000 * n + network))
+            }
+        }
+        for minor in 2...41 {
+            for model in models {
+                index.apply(ReleaseSourceTests.networkBatch(model: model, os: "26.\(minor)", language: "ja-JP", height: 390,
+                                                            count: 1, network: 99))
+            }
+        }
+        index.setReleaseSupportMinimum(3)
+        #expect(index.supportedReleaseHolders == [26: [1: 20]], "26.1 on every key, no sprayed release")
+        #expect(index.releaseMinors[26]?.count == HeightIndex.maxReleasesPerKey, "a key keeps at most the bound")
+        let estimator = HeightEstimator()
+        var calls = 0
+        while !estimator.settleReleaseDecisions(in: index, budget: 1_000) {
+            calls += 1
+            try #require(calls < 10)
+        }
+        #expect(index.releaseMoves.computed == 1, "one decision: ja-JP on 26.1")
+        #expect(index.releaseMoves.differencesComputed == models.count)
+        for model in models {
+            for minor in [1, 5, 30, 41] { _ = estimator.estimate(try ReleaseFleet.query(model, "ja-JP", "26.\(minor)"), in: index) }
+        }
+        #expect(index.releaseMoves.differencesComputed == models.count, "answers on sprayed releases decided nothing")
+        // Counted again for another min_sources: with 1, one network supports a release.
+        index.setReleaseSupportMinimum(1)
+        #expect(index.releaseHasSupport(osMajor: 26, minor: 41))
+        #expect(index.supportedReleaseHolders[26]?.count == HeightIndex.maxReleasesPerKey)
+        index.setReleaseSupportMinimum(3)
+        #expect(index.supportedReleaseHolders == [26: [1: 20]])
+        // A key that leaves takes its supported release with it.
+        index.remove([SeriesKey(model: models[0], osMajor: 26, language: "ja-JP", orientation: .portrait, keyboardType: "default")])
+        #expect(index.supportedReleaseHolders == [26: [1: 19]])
     }
 }

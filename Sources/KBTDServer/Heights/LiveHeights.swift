@@ -61,6 +61,7 @@ final class LiveHeights: Sendable {
     init(index: HeightIndex, settings: EstimatorSettings, cacheLimitBytes: Int = 16 << 20) {
         var index = index
         index.releaseWorkBudget = Self.releaseWorkBudget
+        index.setReleaseSupportMinimum(settings.minSources)
         model = Mutex(Model(index: index, estimator: HeightEstimator(settings: settings)))
         self.cacheLimitBytes = cacheLimitBytes
         (indexChanges, changed) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -102,6 +103,7 @@ final class LiveHeights: Sendable {
         let changed = model.withLock { model -> Bool in
             guard model.estimator.settings != settings else { return false }
             model.estimator.settings = settings
+            model.index.setReleaseSupportMinimum(settings.minSources)
             return true
         }
         if changed { invalidate() }

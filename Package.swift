@@ -39,8 +39,6 @@ let package = Package(
                        providers: [.apt(["libdeflate-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
-        // A VFS over SQLite's default one that writes a commit's write-ahead-log frames with one pwrite (the daemon's writer).
-        .target(name: "CSQLiteWALBuffer", dependencies: ["CSQLite"]),
         // glibc's malloc.h, for the daemon's mmap threshold (kbtd serve).
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
@@ -56,7 +54,7 @@ let package = Package(
         .target(name: "KBTDCompression", dependencies: ["CZlib", "CLibdeflate"], swiftSettings: strict),
         // SQLite storage behind the TelemetryStore protocol, and the group-commit writer.
         .target(name: "KBTDStore", dependencies: [
-            "KBTDCore", "CSQLite", "CSQLiteWALBuffer",
+            "KBTDCore", "CSQLite",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         // PostgreSQL storage behind the same TelemetryStore protocol, for several kbtd nodes on one database.

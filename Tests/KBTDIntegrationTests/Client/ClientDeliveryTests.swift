@@ -43,6 +43,28 @@ struct ClientDeliveryTests {
         await client.shutdown()
     }
 
+    /// `BackgroundUploadTransport` (a background `URLSession` on Apple platforms, an ordinary one here)
+    /// uploads each batch from its queue file, and kbtd stores what the file holds.
+    @Test func uploadsFromTheQueueFilesThroughTheBackgroundUploadTransport() async throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let daemon = try TestDaemon().start()
+        let transport = RecordingTransport(BackgroundUploadTransport(identifier: "kbtd-tests-\(UUID().uuidString)",
+                                                                     fallback: URLSessionTransport()))
+        var configuration = ClientFixtures.configuration(port: daemon.port, directory: directory)
+        configuration.maxBatchSamples = 10
+        let client = KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration, transport: transport)
+        client.start()
+        for i in 0..<25 { client.record(ClientFixtures.show(i)) }
+        #expect(await client.sendInBackground())
+        let posts = transport.exchanges.filter { $0.request.method == "POST" }
+        #expect(posts.count == 3 && posts.allSatisfy { $0.request.bodyFile != nil && $0.status == 202 })
+        #expect(client.counters.batchesAcknowledged == 3 && client.counters.samplesAccepted == 25)
+        #expect(try ClientFixtures.storedSamples(daemon) == 25)
+        #expect(await client.queuedBatchCount() == 0, "each file removed after its 202")
+        await client.shutdown()
+    }
+
     @Test func everySampleCountedOnceAcrossKillNineAndRestart() async throws {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

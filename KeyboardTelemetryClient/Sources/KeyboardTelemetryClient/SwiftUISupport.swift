@@ -1,8 +1,8 @@
-#if canImport(SwiftUI) && canImport(UIKit)
+#if canImport(SwiftUI) && canImport(UIKit) && os(iOS)
 import SwiftUI
 import UIKit
 
-// The SwiftUI seam: the client's lifecycle from the scene phase. Apple platforms only: kbtd's CI
+// The SwiftUI seam: the client's lifecycle from the scene phase. iOS only: kbtd's CI
 // (Linux) does not compile this file.
 
 @available(iOS 14.0, *)

@@ -1,8 +1,8 @@
-#if canImport(UIKit)
+#if canImport(UIKit) && os(iOS)
 import UIKit
 
 // UIKit seams: the device, the screen from the window scene, keyboard notifications and background
-// time. Apple platforms only: kbtd's CI (Linux) does not compile this file.
+// time. iOS and Mac Catalyst only: kbtd's CI (Linux) does not compile this file.
 
 extension TelemetryDevice {
     /// This device: the machine identifier from `uname` (the simulated model's on the simulator),

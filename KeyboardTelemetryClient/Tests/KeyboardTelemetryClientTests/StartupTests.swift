@@ -8,11 +8,13 @@ import Testing
 @Suite("KeyboardTelemetryClient start-up", .serialized)  // a gated read holds one of the pool's threads
 struct StartupTests {
     /// Runs `body` on a thread of its own named `name` (never one of the client's tasks' threads).
+    /// The name is set from inside: on Linux a name set before `start()` does not reach the thread.
     static func onThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: body()) }
-            thread.name = name
-            thread.start()
+            Thread {
+                Thread.current.name = name
+                continuation.resume(returning: body())
+            }.start()
         }
     }
 
@@ -29,7 +31,8 @@ struct StartupTests {
         let files = RecordingFileSystem()
         let transport = Fixtures.accepting()
         let configuration = Fixtures.configuration(directory: directory)
-        let (client, estimates) = await Self.onThread(named: "caller") { () -> (KeyboardTelemetryClient, [KeyboardHeightEstimate]) in
+        let (client, estimates, caller) = await Self.onThread(named: "caller") {
+            () -> (KeyboardTelemetryClient, [KeyboardHeightEstimate], String?) in
             let client = KeyboardTelemetryClient(device: Fixtures.device, configuration: configuration, transport: transport,
                                                  fileSystem: files)
             client.start()
@@ -37,8 +40,9 @@ struct StartupTests {
             let estimates = [client.heightEstimate(language: "en-US", orientation: .portrait),
                              client.heightEstimate(language: "ko-KR", orientation: .portrait)]
             _ = client.shouldPrewarmKeyboard()
-            return (client, estimates)
+            return (client, estimates, Thread.current.name)
         }
+        #expect(caller == "caller", "the recording can tell the caller's thread apart")
         await client.waitUntilLoaded()
         #expect(await client.waitForDelivery(timeout: 30))
         #expect(client.counters.batchesAcknowledged == 1, "the earlier launch's batch left at start()")
@@ -107,7 +111,8 @@ struct StartupTests {
     }
 }
 
-/// A one-way gate a file-system call can wait at.
+/// A one-way gate a file-system call can wait at: until the test opens it, or for 10 s at most, so a
+/// client that read its cache inside `init` makes the test fail instead of hang.
 final class Gate: @unchecked Sendable {  // guarded by `condition`
     private let condition = NSCondition()
     private var isOpen = false
@@ -120,8 +125,9 @@ final class Gate: @unchecked Sendable {  // guarded by `condition`
     }
 
     func wait() {
+        let limit = Date().addingTimeInterval(10)
         condition.lock()
-        while !isOpen { condition.wait() }
+        while !isOpen && condition.wait(until: limit) {}
         condition.unlock()
     }
 }

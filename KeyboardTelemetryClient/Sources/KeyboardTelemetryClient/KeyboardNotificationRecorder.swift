@@ -1,8 +1,8 @@
-#if canImport(UIKit)
+#if canImport(UIKit) && os(iOS)
 import UIKit
 
-// The keyboard notifications and background time, for UIKit apps. Apple platforms only: kbtd's CI
-// (Linux) does not compile this file.
+// The keyboard notifications and background time, for UIKit apps. iOS and Mac Catalyst only: kbtd's
+// CI (Linux) does not compile this file.
 
 /// The one way to wire keyboard notifications: records show, change (while the keyboard stays up)
 /// and hide for one text view or field, measured in its window. Keep it as long as the screen lives;

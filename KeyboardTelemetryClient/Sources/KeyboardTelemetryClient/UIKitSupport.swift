@@ -1,8 +1,9 @@
 #if canImport(UIKit) && os(iOS)
 import UIKit
 
-// UIKit seams: the device, the screen from the window scene, keyboard notifications and background
-// time. iOS and Mac Catalyst only: kbtd's CI (Linux) does not compile this file.
+// UIKit seams: the device, the screen from the window scene, a keyboard notification's sample
+// (KeyboardNotificationRecorder.swift wires the notifications and background time). iOS and Mac
+// Catalyst only: kbtd's CI (Linux) does not compile this file.
 
 extension TelemetryDevice {
     /// This device: the machine identifier from `uname` (the simulated model's on the simulator),

@@ -8,12 +8,12 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "kbtd",
-    // The client library (URLSession async API, actors) needs iOS 15; the daemon is for Linux.
-    platforms: [.macOS(.v15), .iOS(.v15)],
+    // The daemon is for Linux; macOS for development. The client library is a package of its own
+    // (KeyboardTelemetryClient/, with its own platforms).
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "kbtd", targets: ["kbtd"]),
         .library(name: "KBTDCore", targets: ["KBTDCore"]),
-        .library(name: "KeyboardTelemetryClient", targets: ["KeyboardTelemetryClient"]),
         .executable(name: "kbtd-fleet", targets: ["kbtd-fleet"]),
     ],
     dependencies: [
@@ -29,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // The iOS client library, a package of its own with no dependencies (published as a repository of its own:
+        // scripts/release-client); kbtd-fleet and the tests use it from this folder.
+        .package(path: "KeyboardTelemetryClient"),
     ],
     targets: [
         // System libraries: zlib and SQLite come from the OS (Debian's zlib1g-dev, libsqlite3-dev).
@@ -92,11 +95,10 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
-        // The library an iOS app embeds: Foundation and zlib only (no UIKit, no SwiftNIO).
-        .target(name: "KeyboardTelemetryClient", dependencies: ["CZlib"], swiftSettings: strict),
         // Fleet simulator built on the client library.
         .executableTarget(name: "kbtd-fleet", dependencies: [
-            "KeyboardTelemetryClient", "KBTDCore",
+            "KBTDCore",
+            .product(name: "KeyboardTelemetryClient", package: "KeyboardTelemetryClient"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         // libFuzzer target over inflate + decode + validate + aggregate (scripts/fuzz); replays a corpus otherwise.
@@ -115,7 +117,9 @@ let package = Package(
         // Tests, one target per layer (CONTRIBUTING.md "Testing it"). Helpers every test target shares
         // (the daemon, PostgreSQL, nginx, waits, batches, in-process app): `package` declarations.
         .target(name: "KBTDTestSupport", dependencies: [
-            "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "KeyboardTelemetryClient",
+            "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer",
+            .product(name: "KeyboardTelemetryClient", package: "KeyboardTelemetryClient"),
+            .product(name: "KeyboardTelemetryClientTesting", package: "KeyboardTelemetryClient"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
@@ -141,9 +145,10 @@ let package = Package(
             .product(name: "NIOHPACK", package: "swift-nio-http2"),
         ], swiftSettings: strict),
         // Everything that needs a process (kbtd, kbtd-fleet, kbtd-fuzz) or a server (PostgreSQL, nginx,
-        // Prometheus, a browser), and the client library against a live daemon.
+        // Prometheus, a browser), and the client library against a live daemon (its other tests are its own package's).
         .testTarget(name: "KBTDIntegrationTests", dependencies: [
-            "KBTDTestSupport", "KBTDCore", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
+            "KBTDTestSupport", "KBTDCore", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib",
+            .product(name: "KeyboardTelemetryClient", package: "KeyboardTelemetryClient"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),

@@ -343,7 +343,7 @@ struct ReleaseExportTests {
         func bundled(_ os: String) async throws -> KeyboardHeightEstimate {
             var configuration = ClientFixtures.configuration(port: unreachablePort(), directory: directory.appendingPathComponent(os))
             configuration.bundledHeights = table
-            let client = try KeyboardTelemetryClient(device: TelemetryDevice(model: model, os: os), configuration: configuration)
+            let client = KeyboardTelemetryClient(device: TelemetryDevice(model: model, os: os), configuration: configuration)
             #expect(await client.refreshHeights(force: true) != .updated)
             let estimate = client.heightEstimate(language: "ja-JP", orientation: .portrait)
             await client.shutdown()

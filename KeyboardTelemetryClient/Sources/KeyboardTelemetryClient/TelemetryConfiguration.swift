@@ -10,10 +10,15 @@ public struct TelemetryConfiguration: Sendable {
     /// `Authorization: Bearer` token, when kbtd is configured with ingest tokens.
     public var authorizationToken: String?
 
-    /// A batch is sealed when it holds this many samples (1...10,000; kbtd's limit is 10,000).
+    /// A batch is sealed, and sent, when it holds this many samples (1...10,000; kbtd's limit is 10,000).
+    /// Otherwise samples wait in memory for `flush()` or `sendInBackground()` (the app leaving the
+    /// foreground), and what is queued leaves at `start()`: the radio is not woken while the user types.
     public var maxBatchSamples = 100
-    /// ...or when its oldest sample has waited this long, in seconds (`.infinity`: only by count and `flush()`).
-    public var maxBatchAge: TimeInterval = 30
+
+    /// Samples older than this many seconds are dropped and counted (`samplesExpired`) instead of sent,
+    /// when a batch is sealed and again before a queued batch is sent: kbtd refuses samples older than
+    /// 30 days (`.infinity` sends everything and leaves the judging to kbtd).
+    public var maxSampleAge: TimeInterval = 30 * 86_400
 
     /// The on-disk queue keeps at most this many batches; past it the oldest are dropped (and counted).
     public var maxQueuedBatches = 500
@@ -21,6 +26,17 @@ public struct TelemetryConfiguration: Sendable {
     public var maxQueuedBytes = 4 * 1024 * 1024
     /// `fsync` each batch file before it is renamed into the queue. Turn off only for scratch queues (simulators).
     public var synchronousWrites = true
+    /// Exclude `storageDirectory` (the queue and the heights cache) from iCloud and iTunes backups
+    /// (`isExcludedFromBackup`, Apple platforms): telemetry on its way out has no place in a backup.
+    public var excludeFromBackup = true
+
+    /// What networks uploads and height fetches may use (`URLSessionTransport`); see `NetworkPolicy`.
+    public var network = NetworkPolicy()
+    /// Apple platforms: with an identifier, batches are uploaded from their queue files through a
+    /// background `URLSession` of that identifier (`BackgroundUploadTransport`), so an upload the
+    /// system has begun finishes while the app is suspended. Nil (the default): the same session as
+    /// height fetches. Ignored when a transport is passed to the client.
+    public var backgroundSessionIdentifier: String?
 
     /// First retry delay after a failed attempt, seconds; doubles with each further failure.
     public var backoffBase: TimeInterval = 2
@@ -41,7 +57,7 @@ public struct TelemetryConfiguration: Sendable {
     public var defaultLandscapeHeight: Double = 209
 
     /// The screen in points, portrait (`393x852`), sent with every batch and height query; nil keeps
-    /// `TelemetryDevice.screen`. On iOS: `TelemetryConfiguration.mainScreenSize()` (UIScreen bounds).
+    /// `TelemetryDevice.screen`. On iOS: `TelemetryConfiguration.screenSize(of: windowScene)`.
     public var screen: String?
     /// A table written by `kbtd export` and shipped in the app bundle: answers before kbtd has
     /// answered (a fresh install's first keyboard). Order: own measurement, kbtd's cached answer,

@@ -3,7 +3,9 @@ import Foundation
 /// The client's local knowledge of keyboard heights: its own measurements and
 /// kbtd's last answer. Reads take a lock for a dictionary lookup and nothing
 /// else, so `estimatedHeight` can run on the main thread; network refreshes
-/// replace the server part in one step. Persisted as `heights.json`.
+/// replace the server part in one step. Persisted as `heights.json`, which is
+/// read on the client's own task after `init` (`loadIfNeeded`): until then
+/// answers come from this run's measurements, the bundled table and the defaults.
 final class HeightCache: Sendable {
     /// What is kept on disk.
     struct Snapshot: Codable, Equatable {
@@ -25,26 +27,55 @@ final class HeightCache: Sendable {
         var fetchedAt: Date?
         /// Last failed attempt.
         var failedAt: Date?
+        /// kbtd's first-show latencies for this model and OS major (`cold_start` in its answer).
+        var coldStart: KeyboardColdStart?
+
+        /// Takes what an earlier run stored; what this run already learned wins.
+        mutating func adopt(_ stored: Snapshot) {
+            measured = stored.measured.merging(measured) { _, learnedNow in learnedNow }
+            guard fetchedAt == nil && failedAt == nil else { return }
+            serverEstimates = stored.serverEstimates
+            serverDefaults = stored.serverDefaults
+            etag = stored.etag
+            fetchedAt = stored.fetchedAt
+            failedAt = stored.failedAt
+            coldStart = stored.coldStart
+        }
     }
 
-    let file: URL
+    private let storage: StorageDirectory
+    private let file: URL
+    private let logger: TelemetryLogger
     private let state: Locked<Snapshot>
+    /// Whether `heights.json` has been read; held while it is read, so one caller reads it and others wait.
+    private let loaded = Locked(false)
 
-    init(file: URL, device: TelemetryDevice, logger: TelemetryLogger) {
-        self.file = file
-        var snapshot = Snapshot(model: device.model, os: device.os)
-        if let data = try? Data(contentsOf: file) {
-            if let stored = try? JSONDecoder().decode(Snapshot.self, from: data) {
-                if stored.model == device.model && stored.os == device.os {
-                    snapshot = stored
-                } else {
-                    logger.log(.info, "heights cache is for \(stored.model) \(stored.os), not \(device.model) \(device.os): starting over")
-                }
-            } else {
+    /// An empty cache for `device`; nothing is read until `loadIfNeeded()`.
+    init(storage: StorageDirectory, device: TelemetryDevice, logger: TelemetryLogger) {
+        self.storage = storage
+        file = storage.appending("heights.json")
+        self.logger = logger
+        state = Locked(Snapshot(model: device.model, os: device.os))
+    }
+
+    /// Reads what an earlier run stored, once (on the client's own tasks; never from `estimate`).
+    func loadIfNeeded() {
+        loaded.withLock { loaded in
+            guard !loaded else { return }
+            loaded = true
+            guard let data = try? storage.fileSystem.readFile(at: file) else { return }  // a first launch
+            guard let stored = try? JSONDecoder().decode(Snapshot.self, from: data) else {
                 logger.log(.warning, "ignoring unreadable heights cache \(file.path)")
+                return
+            }
+            state.withLock { snapshot in
+                guard stored.model == snapshot.model && stored.os == snapshot.os else {
+                    logger.log(.info, "heights cache is for \(stored.model) \(stored.os), not \(snapshot.model) \(snapshot.os): starting over")
+                    return
+                }
+                snapshot.adopt(stored)
             }
         }
-        state = Locked(snapshot)
     }
 
     static func key(_ language: String, _ orientation: KeyboardOrientation, _ keyboardType: KeyboardType) -> String {
@@ -92,13 +123,20 @@ final class HeightCache: Sendable {
 
     var snapshot: Snapshot { state.withLock { $0 } }
 
+    var coldStart: KeyboardColdStart? { state.withLock { $0.coldStart } }
+
     func update(_ body: (inout Snapshot) -> Void) {
         state.withLock(body)
     }
 
-    /// Writes the current snapshot (temp file + rename). Called from one task at a time.
+    /// Writes the current snapshot (temp file + rename), after reading the stored one so nothing is
+    /// lost. Called from one task at a time.
     func save() throws {
+        loadIfNeeded()
+        try storage.prepare()
         let data = try JSONEncoder().encode(snapshot)
-        try data.write(to: file, options: .atomic)
+        let temporary = storage.appending(".tmp-heights.json")
+        try storage.fileSystem.writeFile(data, to: temporary, durable: false)
+        try storage.fileSystem.moveItem(at: temporary, to: file)
     }
 }

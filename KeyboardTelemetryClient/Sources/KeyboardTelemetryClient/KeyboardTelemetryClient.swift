@@ -4,10 +4,10 @@ import Foundation
 /// through a bounded on-disk queue, and answers "how tall will the keyboard
 /// be?" at once from a local cache.
 ///
-/// `record`, `keyboardRequested` and `estimatedHeight` are synchronous and
-/// cheap (a lock and an array append or dictionary lookup): call them from
-/// the main thread. Everything else (encoding, compression, disk, network)
-/// runs in the background. One client per storage directory.
+/// `init`, `record`, `keyboardRequested`, `estimatedHeight` and `shouldPrewarmKeyboard` are
+/// synchronous and cheap (a lock and an array append or dictionary lookup) and never touch a file:
+/// call them from the main thread. Everything else (loading the cache and the queue, encoding,
+/// compression, disk, network) runs on the client's own tasks. One client per storage directory.
 public final class KeyboardTelemetryClient: Sendable {
     /// The device every batch reports.
     public let device: TelemetryDevice
@@ -22,18 +22,22 @@ public final class KeyboardTelemetryClient: Sendable {
     private let refresher: HeightsRefresher
     private let jobs: AsyncStream<PipelineJob>.Continuation
     private let pipeline: Task<Void, Never>
-    private let background = Locked(BackgroundTasks())
+    private let heightsTask = Locked<Task<Void, Never>?>(nil)
 
-    private struct BackgroundTasks {
-        var started = false
-        var ageTimer: Task<Void, Never>?
-        var heights: Task<Void, Never>?
-    }
-
-    /// Opens the queue and heights cache in `configuration.storageDirectory` (batches an earlier run
-    /// left there are delivered after `start()`). No network I/O happens before `start()`.
+    /// A client for kbtd at `configuration.baseURL`, keeping its state in `configuration.storageDirectory`.
+    /// Returns at once and touches no file: the heights cache loads on the client's own task right
+    /// after (until then `estimatedHeight` answers from the bundled table and the defaults), the queue
+    /// when first needed. Nothing is sent before `start()`.
+    ///
+    /// - Parameters:
+    ///   - transport: how requests are sent; nil (the default) builds a `URLSessionTransport` with
+    ///     `configuration.network` (and a `BackgroundUploadTransport` for batches when
+    ///     `configuration.backgroundSessionIdentifier` is set).
+    ///   - clock: where time comes from (tests move it by hand).
+    ///   - fileSystem: every file operation the client makes.
     public init(device: TelemetryDevice, configuration: TelemetryConfiguration,
-                transport: any TelemetryTransport = URLSessionTransport(), clock: any TelemetryClock = SystemClock()) throws {
+                transport: (any TelemetryTransport)? = nil, clock: any TelemetryClock = SystemClock(),
+                fileSystem: any TelemetryFileSystem = LocalFileSystem()) {
         let device = configuration.screen.map { screen in
             var withScreen = device
             withScreen.screen = screen
@@ -42,20 +46,26 @@ public final class KeyboardTelemetryClient: Sendable {
         self.device = device
         self.configuration = configuration
         self.clock = clock
-        try FileManager.default.createDirectory(at: configuration.storageDirectory, withIntermediateDirectories: true)
-        let outbox = try Outbox(configuration: configuration, transport: transport, clock: clock, counters: counterState)
-        let cache = HeightCache(file: configuration.storageDirectory.appendingPathComponent("heights.json"),
-                                device: device, logger: configuration.logger)
+        let requests = transport ?? URLSessionTransport(network: configuration.network)
+        var uploads = requests
+        if transport == nil, let identifier = configuration.backgroundSessionIdentifier {
+            uploads = BackgroundUploadTransport(identifier: identifier, network: configuration.network, fallback: requests)
+        }
+        let storage = StorageDirectory(configuration: configuration, fileSystem: fileSystem)
+        let outbox = Outbox(configuration: configuration, transport: uploads, clock: clock, counters: counterState, storage: storage)
+        let cache = HeightCache(storage: storage, device: device, logger: configuration.logger)
         let (stream, jobs) = AsyncStream.makeStream(of: PipelineJob.self)
         self.outbox = outbox
         self.heightCache = cache
         self.jobs = jobs
-        refresher = HeightsRefresher(cache: cache, device: device, configuration: configuration, transport: transport,
+        refresher = HeightsRefresher(cache: cache, device: device, configuration: configuration, transport: requests,
                                      clock: clock, counters: counterState, save: { jobs.yield(.saveHeights) })
         let logger = configuration.logger
         pipeline = Task {
             for await job in stream {
                 switch job {
+                case .loadHeights:
+                    cache.loadIfNeeded()
                 case .seal(let id, let samples):
                     await outbox.enqueue(id: id, device: device, samples: samples)
                 case .saveHeights:
@@ -65,24 +75,28 @@ public final class KeyboardTelemetryClient: Sendable {
                 }
             }
         }
+        jobs.yield(.loadHeights)
     }
 
     deinit {
         jobs.finish()
-        background.withLock { tasks in
-            tasks.ageTimer?.cancel()
-            tasks.heights?.cancel()
-        }
+        heightsTask.withLock { $0?.cancel() }
         // Without this, a backoff loop would outlive the client. Queued batches stay on disk.
         let outbox = outbox
         Task { await outbox.stop() }
     }
 
+    /// Returns once the heights cache from the last launch is loaded (it loads right after `init`).
+    /// Apps need not wait: until then `estimatedHeight` answers from the bundled table and the defaults.
+    public func waitUntilLoaded() async {
+        await barrier()
+    }
+
     // MARK: Recording
 
     /// Records one keyboard notification. Samples with a non-finite number are discarded (and counted);
-    /// everything else goes to kbtd, which judges each sample. Seals a batch at `maxBatchSamples`
-    /// samples or when the oldest pending sample is `maxBatchAge` old.
+    /// everything else goes to kbtd, which judges each sample. A batch is sealed, and sent, when it holds
+    /// `maxBatchSamples` samples; otherwise samples wait for `flush()` or `sendInBackground()`.
     public func record(_ sample: KeyboardSample) {
         counterState.withLock { $0.samplesRecorded += 1 }
         guard sample.isEncodable else {
@@ -92,14 +106,11 @@ public final class KeyboardTelemetryClient: Sendable {
         }
         let now = clock.now()
         var sample = sample
-        let limit = configuration.batchSampleLimit, maxAge = configuration.maxBatchAge
+        let limit = configuration.batchSampleLimit
         recorder.withLock { recorder in
             recorder.annotateFirstShow(&sample, now: now)
             recorder.pending.append(sample)
-            if recorder.pendingSince == nil { recorder.pendingSince = now }
-            if recorder.pending.count >= limit || (recorder.secondsUntilDue(maxAge: maxAge, now: now) ?? 1) <= 0 {
-                recorder.seal(into: jobs)
-            }
+            if recorder.pending.count >= limit { recorder.seal(into: jobs) }
         }
         if heightCache.learn(sample) { jobs.yield(.saveHeights) }
     }
@@ -121,36 +132,40 @@ public final class KeyboardTelemetryClient: Sendable {
 
     // MARK: Delivery
 
-    /// Starts the background work: delivering the queue (including batches an earlier run left),
-    /// sealing batches by age, and refreshing heights when due. Idempotent.
+    /// Call at launch and whenever the app returns to the foreground: sends what is queued (including
+    /// batches an earlier run left) and refreshes heights when due. Resumes delivery after
+    /// `backgroundTimeExpired()`. Nothing is sent before the first call.
     public func start() {
-        let outbox = outbox, refresher = refresher, recorder = recorder, jobs = jobs, clock = clock
-        let maxAge = max(configuration.maxBatchAge, 0.01)
-        background.withLock { tasks in
-            guard !tasks.started else { return }
-            tasks.started = true
-            if maxAge.isFinite { tasks.ageTimer = Task {
-                while !Task.isCancelled {
-                    let wait = recorder.withLock { $0.secondsUntilDue(maxAge: maxAge, now: clock.now()) } ?? maxAge
-                    if wait > 0 {
-                        do { try await clock.sleep(for: max(wait, 0.01)) } catch { return }
-                    }
-                    let now = clock.now()
-                    recorder.withLock { recorder in
-                        if let due = recorder.secondsUntilDue(maxAge: maxAge, now: now), due <= 0 { recorder.seal(into: jobs) }
-                    }
-                }
-            } }
-            tasks.heights = Task { _ = await refresher.refresh(force: false) }
+        let refresher = refresher, outbox = outbox
+        heightsTask.withLock { task in
+            task = Task { _ = await refresher.refresh(force: false) }
         }
         Task { await outbox.enable() }
     }
 
-    /// Seals the pending samples into a batch now and returns once every sealed batch is on disk
-    /// (delivery continues in the background). Call it when the app moves to the background.
+    /// Seals the pending samples into a batch now and returns once every sealed batch is on disk;
+    /// after `start()` they are sent at once.
     public func flush() async {
         recorder.withLock { $0.seal(into: jobs) }
         await barrier()
+    }
+
+    /// The app is leaving the foreground: seals and persists the pending samples and sends the queue.
+    /// True once the queue is empty; false as soon as an attempt fails (the batch waits for its retry,
+    /// or the next launch), when delivery has not been started, or when `backgroundTimeExpired()` is called.
+    /// Wire it to a background task (`beginBackgroundTask(expirationHandler:)`; `sendInBackground(application:)`
+    /// on iOS does it for you).
+    public func sendInBackground() async -> Bool {
+        await flush()
+        return await outbox.sendUntilEmptyOrFailed()
+    }
+
+    /// Call from the background task's expiration handler: cancels the request in flight (its batch stays
+    /// queued, to be sent again under the same `batch_id`) and pauses delivery until the next `start()`.
+    /// Returns at once; `sendInBackground()` then returns false.
+    public func backgroundTimeExpired() {
+        let outbox = outbox
+        Task { await outbox.pause() }
     }
 
     /// Waits until every queued batch has been delivered or dropped (delivery runs after `start()`).
@@ -163,17 +178,16 @@ public final class KeyboardTelemetryClient: Sendable {
     /// Batches in the on-disk queue.
     public func queuedBatchCount() async -> Int {
         await barrier()
-        return await outbox.queuedBatchCount
+        return await outbox.queuedBatchCount()
     }
 
     /// Seals and persists pending samples, stops background work and cancels a request in flight
     /// (its batch stays queued for the next launch). The client records nothing afterwards.
     public func shutdown() async {
-        let tasks = background.withLock { tasks -> [Task<Void, Never>] in
-            defer { tasks.ageTimer = nil; tasks.heights = nil }
-            return [tasks.ageTimer, tasks.heights].compactMap { $0 }
+        heightsTask.withLock { task in
+            task?.cancel()
+            task = nil
         }
-        for task in tasks { task.cancel() }
         await flush()
         await outbox.stop()
         jobs.finish()
@@ -194,7 +208,7 @@ public final class KeyboardTelemetryClient: Sendable {
     /// The keyboard height to lay out for before the keyboard has shown, in points, without any
     /// input accessory view: this device's last measurement for the language, orientation and type,
     /// else kbtd's answer, else the bundled table (`bundledHeights`), else the configured default.
-    /// Never waits for the network.
+    /// Never waits for the network or the disk.
     public func estimatedHeight(language: String, orientation: KeyboardOrientation,
                                 keyboardType: KeyboardType = .default) -> Double {
         heightEstimate(language: language, orientation: orientation, keyboardType: keyboardType).height
@@ -209,6 +223,20 @@ public final class KeyboardTelemetryClient: Sendable {
                                            orientation: orientation, keyboardType: keyboardType)
                              },
                              default: configuration.defaultHeight(orientation))
+    }
+
+    /// The keyboard's first-show latency on this device's model and OS major, without and with
+    /// pre-warming, as kbtd measured it across phones: its last answer, else the bundled table; nil when
+    /// neither knows. Never waits.
+    public func keyboardColdStart() -> KeyboardColdStart? {
+        heightCache.coldStart ?? configuration.bundledHeights?.coldStart(model: device.model, os: device.os)
+    }
+
+    /// Whether pre-warming the keyboard at launch pays on this phone: true when both latencies are
+    /// known for this model and OS major and pre-warming saves more than `minimumSavingMs` at the
+    /// median; false when either is unknown.
+    public func shouldPrewarmKeyboard(minimumSavingMs: Double = 50) -> Bool {
+        keyboardColdStart()?.medianSavingMs.map { $0 > minimumSavingMs } ?? false
     }
 
     /// Fetches `GET /v1/heights` when due (at most every `heightsRefreshInterval`), or now with

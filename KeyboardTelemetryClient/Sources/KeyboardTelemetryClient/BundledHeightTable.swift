@@ -20,6 +20,32 @@ public struct BundledHeightTable: Sendable, Equatable {
         /// Answers per OS major (`"26"`) and release (`"26.2"`) where they differ (tables
         /// from before releases have none).
         var os: [String: [String: Double]]?
+        /// First-show latencies per OS major (`"26"`), where kbtd had them (tables from before have none).
+        var coldStart: [String: KeyboardColdStart]?
+
+        enum CodingKeys: String, CodingKey {
+            case screen, heights, `default`, os, coldStart = "cold_start"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            screen = try container.decodeIfPresent(String.self, forKey: .screen)
+            heights = try container.decode([String: Double].self, forKey: .heights)
+            `default` = try container.decodeIfPresent([String: Double].self, forKey: .default)
+            os = try container.decodeIfPresent([String: [String: Double]].self, forKey: .os)
+            let majors = try? container.decodeIfPresent([String: LenientColdStart].self, forKey: .coldStart)
+            coldStart = majors?.compactMapValues(\.value)
+        }
+    }
+
+    /// One OS major's `cold_start` entry, nil when it is not of the known shape.
+    private struct LenientColdStart: Decodable {
+        var value: KeyboardColdStart?
+
+        init(from decoder: any Decoder) throws {
+            value = try? KeyboardColdStart(from: decoder)
+            if value?.withoutPrewarm == nil && value?.withPrewarm == nil { value = nil }
+        }
     }
 
     private struct Document: Codable {
@@ -70,6 +96,13 @@ public struct BundledHeightTable: Sendable, Equatable {
         if let height = entry?.heights[key] ?? entry?.default?[orientation.rawValue] { return height }
         guard let screen = screen ?? entry?.screen else { return nil }
         return screens[screen]?[key]
+    }
+
+    /// The model's first-show latencies on the OS major of `os` (`26.1` reads `"26"`); nil when the
+    /// table has none.
+    public func coldStart(model: String, os: String) -> KeyboardColdStart? {
+        guard let major = os.split(separator: ".", omittingEmptySubsequences: false).first, Int(major) != nil else { return nil }
+        return models[model]?.coldStart?[String(major)]
     }
 
     /// The key's answer for release `os` (`major.minor[.patch]`) among a model's `os` entries.

@@ -2,6 +2,8 @@ import Foundation
 
 /// Work handed from the caller's thread to the client's background pipeline, in order.
 enum PipelineJob: Sendable {
+    /// Read the heights cache an earlier run left (the first job after `init`).
+    case loadHeights
     /// Persist a sealed batch (its id is fixed here, once) and deliver it.
     case seal(UUID, [KeyboardSample])
     /// Write the heights cache to disk.
@@ -14,8 +16,6 @@ enum PipelineJob: Sendable {
 /// Lives behind a lock: `record` runs on the caller's thread.
 struct SampleRecorder {
     var pending: [KeyboardSample] = []
-    /// Clock time of the oldest pending sample.
-    var pendingSince: Date?
     /// When the app asked for the keyboard before its first show (`keyboardRequested`).
     var requestedAt: Date?
     var requestedPreloaded = false
@@ -43,11 +43,5 @@ struct SampleRecorder {
         guard !pending.isEmpty else { return }
         jobs.yield(.seal(.batchID(sealedAt: Date()), pending))
         pending = []
-        pendingSince = nil
-    }
-
-    /// Seconds until the oldest pending sample reaches `maxAge` (nil with nothing pending).
-    func secondsUntilDue(maxAge: TimeInterval, now: Date) -> TimeInterval? {
-        pendingSince.map { maxAge - now.timeIntervalSince($0) }
     }
 }

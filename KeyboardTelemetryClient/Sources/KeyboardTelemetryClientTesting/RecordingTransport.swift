@@ -3,11 +3,11 @@ import KeyboardTelemetryClient
 
 /// The real `URLSessionTransport`, with every request and answer written down
 /// (a tap, not a double: the daemon still answers).
-package final class RecordingTransport: TelemetryTransport, @unchecked Sendable {  // guarded by `lock`
-    package struct Exchange {
-        package var request: TransportRequest
-        package var status: Int?
-        package var responseHeaders: [String: String]
+public final class RecordingTransport: TelemetryTransport, @unchecked Sendable {  // guarded by `lock`
+    public struct Exchange {
+        public var request: TransportRequest
+        public var status: Int?
+        public var responseHeaders: [String: String]
     }
 
     private let inner: any TelemetryTransport
@@ -15,9 +15,9 @@ package final class RecordingTransport: TelemetryTransport, @unchecked Sendable 
     private var log: [Exchange] = []
     private var started = 0
 
-    package init(_ inner: any TelemetryTransport = URLSessionTransport()) { self.inner = inner }
+    public init(_ inner: any TelemetryTransport = URLSessionTransport()) { self.inner = inner }
 
-    package func send(_ request: TransportRequest) async throws -> TransportResponse {
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
         let index = lock.withLock { () -> Int in
             started += 1
             log.append(Exchange(request: request, status: nil, responseHeaders: [:]))
@@ -31,25 +31,25 @@ package final class RecordingTransport: TelemetryTransport, @unchecked Sendable 
         return response
     }
 
-    package var exchanges: [Exchange] { lock.withLock { log } }
-    package var requestsStarted: Int { lock.withLock { started } }
+    public var exchanges: [Exchange] { lock.withLock { log } }
+    public var requestsStarted: Int { lock.withLock { started } }
     /// Requests that got an HTTP answer.
-    package var requestsAnswered: Int { lock.withLock { log.filter { $0.status != nil }.count } }
+    public var requestsAnswered: Int { lock.withLock { log.filter { $0.status != nil }.count } }
 }
 
 /// Collects the client's log lines.
-package final class LogRecorder: @unchecked Sendable {  // guarded by `lock`
-    package init() {}
+public final class LogRecorder: @unchecked Sendable {  // guarded by `lock`
+    public init() {}
     private let lock = NSLock()
     private var lines: [(TelemetryLogLevel, String)] = []
 
-    package var logger: TelemetryLogger {
+    public var logger: TelemetryLogger {
         TelemetryLogger(minimumLevel: .debug) { level, message in
             self.lock.withLock { self.lines.append((level, message)) }
         }
     }
 
-    package func messages(atLeast level: TelemetryLogLevel) -> [String] {
+    public func messages(atLeast level: TelemetryLogLevel) -> [String] {
         lock.withLock { lines.filter { $0.0 >= level }.map(\.1) }
     }
 }

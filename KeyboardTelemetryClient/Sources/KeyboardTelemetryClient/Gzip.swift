@@ -1,4 +1,4 @@
-import CZlib
+internal import CTelemetryZlib
 import Foundation
 
 /// gzip (RFC 1952) through the system zlib, available on Linux and iOS alike.
@@ -6,7 +6,7 @@ public enum Gzip {
     /// Compresses `data` into one gzip member.
     public static func compress(_ data: Data, level: Int32 = 6) -> Data {
         var stream = z_stream()
-        guard kbtd_deflateInit2(&stream, level, 15 + 16) == Z_OK else {
+        guard telemetry_deflateInit2(&stream, level, 15 + 16) == Z_OK else {
             preconditionFailure("deflateInit2 failed: out of memory")
         }
         defer { deflateEnd(&stream) }

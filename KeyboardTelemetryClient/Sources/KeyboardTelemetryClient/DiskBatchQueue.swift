@@ -9,15 +9,19 @@ struct QueuedBatch: Sendable, Equatable {
     var sampleCount: Int
     /// Size of the gzip body on disk.
     var bytes: Int
+    /// The newest sample's time, whole Unix seconds (nil for files written before the name carried it).
+    var newestSample: Int64?
     var file: URL
 }
 
 /// The bounded on-disk queue: one file per batch holding the gzip body
-/// exactly as it is sent, named `SEQUENCE-BATCHID-SAMPLES.json.gz`. A file is
+/// exactly as it is sent, named `SEQUENCE-BATCHID-SAMPLES-NEWEST.json.gz` (NEWEST: the newest
+/// sample's Unix seconds, so a batch that waited past kbtd's age limit is dropped unread). A file is
 /// written to a temporary name and renamed into place, so after a crash a
 /// batch file is either whole or absent. Not thread-safe: the `Outbox` actor owns it.
 struct DiskBatchQueue {
     let directory: URL
+    let fileSystem: any TelemetryFileSystem
     let maxBatches: Int
     let maxBytes: Int
     let synchronousWrites: Bool
@@ -29,21 +33,22 @@ struct DiskBatchQueue {
 
     /// Opens (or creates) the queue in `directory`, picking up what an earlier run left.
     /// Leftover temporary files are removed; files with unreadable names are dropped.
-    init(directory: URL, maxBatches: Int, maxBytes: Int, synchronousWrites: Bool, logger: TelemetryLogger) throws {
+    init(directory: URL, fileSystem: any TelemetryFileSystem, maxBatches: Int, maxBytes: Int, synchronousWrites: Bool,
+         logger: TelemetryLogger) throws {
         self.directory = directory
+        self.fileSystem = fileSystem
         self.maxBatches = max(1, maxBatches)
         self.maxBytes = max(1, maxBytes)
         self.synchronousWrites = synchronousWrites
-        let fileManager = FileManager.default
-        try fileManager.createDirectory(at: directory, withIntermediateDirectories: true)
-        for name in try fileManager.contentsOfDirectory(atPath: directory.path) {
+        try fileSystem.createDirectory(at: directory)
+        for name in try fileSystem.contentsOfDirectory(at: directory) {
             let url = directory.appendingPathComponent(name)
             if name.hasPrefix(".tmp-") {
-                try? fileManager.removeItem(at: url)
+                try? fileSystem.removeItem(at: url)
             } else if name.hasSuffix(Self.suffix) {
-                guard let batch = Self.parse(name: name, in: directory) else {
+                guard let batch = Self.parse(name: name, in: directory, fileSystem: fileSystem) else {
                     logger.log(.warning, "dropping unreadable queue file \(name)")
-                    try? fileManager.removeItem(at: url)
+                    try? fileSystem.removeItem(at: url)
                     continue
                 }
                 batches.append(batch)
@@ -59,44 +64,33 @@ struct DiskBatchQueue {
 
     /// Writes a sealed batch (temp file, fsync when asked, rename) and then
     /// drops the oldest batches while the queue is over a cap. Returns the dropped ones.
-    mutating func enqueue(id: UUID, sampleCount: Int, body: Data) throws -> (QueuedBatch, evicted: [QueuedBatch]) {
+    mutating func enqueue(id: UUID, sampleCount: Int, newestSample: Int64, body: Data) throws -> (QueuedBatch, evicted: [QueuedBatch]) {
         let sequence = nextSequence
         nextSequence += 1
         let digits = String(sequence)
-        let name = String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "-" + id.uuidString.lowercased() + "-\(sampleCount)" + Self.suffix
+        let name = String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "-" + id.uuidString.lowercased()
+            + "-\(sampleCount)-\(newestSample)" + Self.suffix
         let file = directory.appendingPathComponent(name)
         let temporary = directory.appendingPathComponent(".tmp-" + name)
-        guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path])
-        }
         do {
-            let handle = try FileHandle(forWritingTo: temporary)
-            defer { try? handle.close() }
-            try handle.write(contentsOf: body)
-            if synchronousWrites { try handle.synchronize() }
-        }
-        do {
-            try FileManager.default.moveItem(at: temporary, to: file)
+            try fileSystem.writeFile(body, to: temporary, durable: synchronousWrites)
+            try fileSystem.moveItem(at: temporary, to: file)
         } catch {
-            try? FileManager.default.removeItem(at: temporary)
+            try? fileSystem.removeItem(at: temporary)
             throw error
         }
-        let batch = QueuedBatch(sequence: sequence, id: id, sampleCount: sampleCount, bytes: body.count, file: file)
+        let batch = QueuedBatch(sequence: sequence, id: id, sampleCount: sampleCount, bytes: body.count,
+                                newestSample: newestSample, file: file)
         batches.append(batch)
         var evicted: [QueuedBatch] = []
         var bytes = totalBytes
         while batches.count > maxBatches || (bytes > maxBytes && batches.count > 1) {
             let oldest = batches.removeFirst()
             bytes -= oldest.bytes
-            try? FileManager.default.removeItem(at: oldest.file)
+            try? fileSystem.removeItem(at: oldest.file)
             evicted.append(oldest)
         }
         return (batch, evicted)
-    }
-
-    /// The gzip body of a queued batch.
-    func body(of batch: QueuedBatch) throws -> Data {
-        try Data(contentsOf: batch.file)
     }
 
     /// Removes a batch that was delivered or refused for good. False when it was no longer queued.
@@ -104,7 +98,7 @@ struct DiskBatchQueue {
     mutating func remove(_ batch: QueuedBatch) -> Bool {
         guard let index = batches.firstIndex(where: { $0.sequence == batch.sequence }) else { return false }
         batches.remove(at: index)
-        try? FileManager.default.removeItem(at: batch.file)
+        try? fileSystem.removeItem(at: batch.file)
         return true
     }
 
@@ -112,15 +106,20 @@ struct DiskBatchQueue {
         batches.contains { $0.sequence == batch.sequence }
     }
 
-    static func parse(name: String, in directory: URL) -> QueuedBatch? {
+    static func parse(name: String, in directory: URL, fileSystem: any TelemetryFileSystem) -> QueuedBatch? {
         let stem = name.dropLast(suffix.count)
-        // SEQUENCE-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx-SAMPLES
+        // SEQUENCE-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx-SAMPLES-NEWEST (NEWEST absent in files of earlier versions)
         let parts = stem.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 7, let sequence = UInt64(parts[0]), let samples = Int(parts[6]), samples > 0,
+        guard parts.count == 7 || parts.count == 8, let sequence = UInt64(parts[0]), let samples = Int(parts[6]), samples > 0,
               let id = UUID(uuidString: parts[1...5].joined(separator: "-")) else { return nil }
+        var newest: Int64?
+        if parts.count == 8 {
+            guard let seconds = Int64(parts[7]) else { return nil }
+            newest = seconds
+        }
         let file = directory.appendingPathComponent(name)
-        let size = (try? file.resourceValues(forKeys: [.fileSizeKey]))?.fileSize ?? 0
+        let size = (try? fileSystem.fileSize(at: file)) ?? 0
         guard size > 0 else { return nil }
-        return QueuedBatch(sequence: sequence, id: id, sampleCount: samples, bytes: size, file: file)
+        return QueuedBatch(sequence: sequence, id: id, sampleCount: samples, bytes: size, newestSample: newest, file: file)
     }
 }

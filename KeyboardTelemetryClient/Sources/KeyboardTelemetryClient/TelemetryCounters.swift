@@ -26,6 +26,11 @@ public struct TelemetryCounters: Sendable, Equatable, CustomStringConvertible {
     public var batchesEvicted = 0
     /// Samples in those batches.
     public var samplesEvicted = 0
+    /// Samples older than `maxSampleAge` (kbtd would refuse them), dropped instead of sent: when
+    /// their batch was sealed, or with their batch when it had waited in the queue past the limit.
+    public var samplesExpired = 0
+    /// Queued batches dropped unsent because their newest sample had grown older than `maxSampleAge`.
+    public var batchesExpired = 0
 
     /// Send attempts that will be retried: network errors, 429, 5xx.
     public var failedAttempts = 0
@@ -46,6 +51,7 @@ public struct TelemetryCounters: Sendable, Equatable, CustomStringConvertible {
         "recorded \(samplesRecorded) (discarded \(samplesDiscarded)), queued \(batchesQueued) batches; "
             + "acknowledged \(batchesAcknowledged) batches (\(samplesAccepted) accepted, \(samplesRejected) rejected), "
             + "\(batchesDuplicate) duplicates; dropped \(batchesDropped) (\(samplesDropped) samples), "
-            + "evicted \(batchesEvicted) (\(samplesEvicted) samples); \(failedAttempts) failed attempts"
+            + "evicted \(batchesEvicted) (\(samplesEvicted) samples); expired \(samplesExpired) samples; "
+            + "\(failedAttempts) failed attempts"
     }
 }

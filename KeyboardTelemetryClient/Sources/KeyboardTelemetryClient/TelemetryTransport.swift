@@ -10,15 +10,19 @@ public struct TransportRequest: Sendable {
     public var headers: [String: String]
     /// The bytes to send (the gzip batch for a `POST`).
     public var body: Data?
+    /// The file holding `body` (a batch's queue file), for transports that upload from a file.
+    public var bodyFile: URL?
     /// Seconds before the attempt counts as failed.
     public var timeout: TimeInterval
 
     /// A request; `timeout` in seconds.
-    public init(method: String, url: URL, headers: [String: String] = [:], body: Data? = nil, timeout: TimeInterval = 30) {
+    public init(method: String, url: URL, headers: [String: String] = [:], body: Data? = nil, bodyFile: URL? = nil,
+                timeout: TimeInterval = 30) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.bodyFile = bodyFile
         self.timeout = timeout
     }
 }

@@ -2,16 +2,16 @@ import Foundation
 import KeyboardTelemetryClient
 
 /// A clock the test moves by hand: `sleep` returns only when `advance` passes its deadline.
-package final class ManualClock: TelemetryClock, @unchecked Sendable {  // guarded by `lock`
+public final class ManualClock: TelemetryClock, @unchecked Sendable {  // guarded by `lock`
     private let lock = NSLock()
     private var current: Date
     private var sleepers: [UUID: (deadline: Date, continuation: CheckedContinuation<Void, any Error>)] = [:]
 
-    package init(_ start: Date = Date()) { current = start }
+    public init(_ start: Date = Date()) { current = start }
 
-    package func now() -> Date { lock.withLock { current } }
+    public func now() -> Date { lock.withLock { current } }
 
-    package func sleep(for seconds: TimeInterval) async throws {
+    public func sleep(for seconds: TimeInterval) async throws {
         guard seconds > 0 else { return try Task.checkCancellation() }
         let id = UUID()
         try await withTaskCancellationHandler {
@@ -30,10 +30,10 @@ package final class ManualClock: TelemetryClock, @unchecked Sendable {  // guard
     }
 
     /// Tasks currently sleeping on this clock.
-    package var sleeperCount: Int { lock.withLock { sleepers.count } }
+    public var sleeperCount: Int { lock.withLock { sleepers.count } }
 
     /// Moves time forward and wakes every sleeper whose deadline has passed.
-    package func advance(by seconds: TimeInterval) {
+    public func advance(by seconds: TimeInterval) {
         let due = lock.withLock { () -> [UUID: (deadline: Date, continuation: CheckedContinuation<Void, any Error>)] in
             current = current.addingTimeInterval(seconds)
             let due = sleepers.filter { $0.value.deadline <= current }
@@ -46,19 +46,19 @@ package final class ManualClock: TelemetryClock, @unchecked Sendable {  // guard
 
 /// Real time for `now`, but `sleep` returns at once (after a yield) and is recorded: the test
 /// sees the delays the client asked for (backoff, `Retry-After`) without waiting them out.
-package final class RecordingClock: TelemetryClock, @unchecked Sendable {  // guarded by `lock`
-    package init() {}
+public final class RecordingClock: TelemetryClock, @unchecked Sendable {  // guarded by `lock`
+    public init() {}
     private let lock = NSLock()
     private var requested: [TimeInterval] = []
 
-    package func now() -> Date { Date() }
+    public func now() -> Date { Date() }
 
-    package func sleep(for seconds: TimeInterval) async throws {
+    public func sleep(for seconds: TimeInterval) async throws {
         lock.withLock { requested.append(seconds) }
         await Task.yield()
         try Task.checkCancellation()
     }
 
     /// Every delay asked for, in order.
-    package var sleeps: [TimeInterval] { lock.withLock { requested } }
+    public var sleeps: [TimeInterval] { lock.withLock { requested } }
 }

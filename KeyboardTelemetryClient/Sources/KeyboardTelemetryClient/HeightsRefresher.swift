@@ -40,6 +40,7 @@ actor HeightsRefresher {
     /// Fetches when due (or always with `force`); joins a fetch already running.
     func refresh(force: Bool) async -> HeightsRefreshResult {
         if let running { return await running.value }
+        cache.loadIfNeeded()
         if !force && !isDue() { return .skipped }
         let task = Task { await self.fetch() }
         running = task
@@ -94,6 +95,7 @@ actor HeightsRefresher {
                 snapshot.serverDefaults = answer.default.mapValues {
                     HeightCache.Snapshot.ServerEstimate(height: $0.height, basis: $0.basis)
                 }
+                snapshot.coldStart = answer.coldStart
                 snapshot.etag = response.header("ETag")
                 snapshot.fetchedAt = now
                 snapshot.failedAt = nil
@@ -140,5 +142,18 @@ actor HeightsRefresher {
 
         var estimates: [Estimate]
         var `default`: [String: Fallback]
+        /// Absent when kbtd knows neither side (and from daemons before it answered with it).
+        var coldStart: KeyboardColdStart?
+
+        enum CodingKeys: String, CodingKey {
+            case estimates, `default`, coldStart = "cold_start"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            estimates = try container.decode([Estimate].self, forKey: .estimates)
+            `default` = try container.decode([String: Fallback].self, forKey: .default)
+            coldStart = KeyboardColdStart.lenient(container, .coldStart)
+        }
     }
 }

@@ -1,7 +1,9 @@
-#if canImport(UIKit)
+#if canImport(UIKit) && os(iOS)
 import UIKit
 
-// iOS only: reading the device and keyboard notifications. Nothing here is needed on Linux.
+// UIKit seams: the device, the screen from the window scene, a keyboard notification's sample
+// (KeyboardNotificationRecorder.swift wires the notifications and background time). iOS and Mac
+// Catalyst only: kbtd's CI (Linux) does not compile this file.
 
 extension TelemetryDevice {
     /// This device: the machine identifier from `uname` (the simulated model's on the simulator),
@@ -20,10 +22,11 @@ extension TelemetryDevice {
 }
 
 extension TelemetryConfiguration {
-    /// The main screen in points, portrait (`393x852`), for `screen`.
+    /// The screen of a window scene in points, portrait (`393x852`), for `screen`: pass
+    /// `view.window?.windowScene` or the scene your scene delegate was given.
     @MainActor
-    public static func mainScreenSize() -> String {
-        let bounds = UIScreen.main.bounds
+    public static func screenSize(of windowScene: UIWindowScene) -> String {
+        let bounds = windowScene.screen.bounds
         let short = Int(min(bounds.width, bounds.height).rounded())
         let long = Int(max(bounds.width, bounds.height).rounded())
         return "\(short)x\(long)"

@@ -142,11 +142,13 @@ public enum SQLiteBackup {
 
     /// The highest `schema_migrations` version, 0 for a database without kbtd's schema.
     static func schemaVersion(_ connection: SQLiteConnection) throws(SQLiteError) -> Int {
+        // Two statements: a query naming a missing table fails when it is prepared.
+        var hasTable = false
+        try connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+            .forEachRow { _ in hasTable = true }
+        guard hasTable else { return 0 }
         var version = 0
-        try connection.prepare("""
-            SELECT COALESCE((SELECT MAX(version) FROM schema_migrations), 0)
-            WHERE EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')
-            """).forEachRow { version = Int($0.int(0)) }
+        try connection.prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").forEachRow { version = Int($0.int(0)) }
         return version
     }
 

@@ -89,7 +89,7 @@ let package = Package(
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             .product(name: "NIOHPACK", package: "swift-nio-http2"),
         ], swiftSettings: strict),
-        // The command line: serve, stats, height, evaluate, export, report, reload, migrate (and help).
+        // The command line: serve, stats, height, evaluate, export, report, reload, migrate, backup, check (and help).
         .executableTarget(name: "kbtd", dependencies: [
             "KBTDCore", "KBTDReport", "KBTDStore", "KBTDPostgres", "KBTDServer", "CMalloc",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -84,6 +84,11 @@ public struct Daemon: Sendable {
                 writerHeartbeatAge: { writer.heartbeatAge }, status: { app.status }, logger: logger),
                 successTerminationBehavior: .ignore))
         }
+        // Last in the list: told first on SIGTERM, so /readyz turns 503 before anything else stops
+        // and stays so for shutdown_delay_seconds while the listeners still serve.
+        let settingsBox = app.settings
+        services.append(.init(service: ReadinessService(readiness: app.readiness, delaySeconds: { settingsBox.current.shutdownDelaySeconds }),
+                              successTerminationBehavior: .ignore))
         let serviceGroup = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {

@@ -49,7 +49,8 @@ public enum DatabaseFile {
         close(fd)
     }
 
-    static func parent(of path: String) -> String {
+    /// The folder of a file path (`.` for a bare name).
+    public static func parent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         let folder = String(path[..<slash])
         return folder.isEmpty ? "/" : folder

@@ -12,11 +12,10 @@ struct KBTDCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kbtd",
         abstract: "Keyboard telemetry daemon: ingests keyboard measurements, serves fallback heights.",
-        version: kbtdVersion,
-        subcommands: [Serve.self, Stats.self, Height.self, Evaluate.self, Export.self, Report.self, Reload.self, Migrate.self])
+        version: kbtdVersionLine,
+        subcommands: [Serve.self, Stats.self, Height.self, Evaluate.self, Export.self, Report.self, Reload.self, Migrate.self,
+                      Backup.self, Check.self])
 }
-
-let kbtdVersion = "0.1.0"
 
 /// Exit codes (sysexits.h; docs/command-line.md).
 enum ExitStatus {
@@ -24,6 +23,8 @@ enum ExitStatus {
     /// The database is not a kbtd database (garbage, another application's, a newer schema).
     static let dataError: Int32 = 65
     static let noInput: Int32 = 66
+    /// `backup`: reading the database or writing the copy failed midway (no copy is left).
+    static let ioError: Int32 = 74
     /// A listen address cannot be bound (in use, not permitted).
     static let unavailable: Int32 = 69
     /// The database cannot be created (a directory, a missing or read-only folder).

@@ -36,7 +36,7 @@ struct Serve: AsyncParsableCommand {
         let control = LogLevelControl(settings.logLevel)
         LoggingSystem.bootstrap { label in JournalLogHandler(label: label, control: control) }
         let logger = Logger(label: "kbtd")
-        logger.notice("kbtd \(kbtdVersion) starting", metadata: ["database": "\(loggableDatabase(settings.database))",
+        logger.notice("kbtd \(kbtdVersionLine) starting", metadata: ["database": "\(loggableDatabase(settings.database))",
                                                                   "config": "\(configFile ?? "(built-in defaults)")"])
         let environment = ProcessInfo.processInfo.environment
         for warning in SettingsLoader.unknownVariables(in: environment) { logger.warning("\(warning)") }

@@ -137,6 +137,7 @@ struct CrashConsistencyTests {
             }
             #expect(refused > 0, "a full disk must refuse batches")
             #expect(try daemon.get("/healthz").status == 503)
+            #expect(try daemon.get("/readyz").json?["error"]?.string?.hasPrefix("database not writable") == true)
             #expect(daemon.process?.isRunning == true)
 
             // Space returns: ingest recovers without a restart.
@@ -171,6 +172,10 @@ struct CrashConsistencyTests {
             #expect(refused.status == 503)
             #expect(refused.header("retry-after") != nil)
             #expect(try daemon.get("/healthz").status == 503)
+            let unready = try daemon.get("/readyz")
+            #expect(unready.status == 503)
+            #expect(unready.json?["error"]?.string?.hasPrefix("database not writable") == true, "\(unready.text)")
+            #expect(unready.header("retry-after") != nil)
             // What was stored is still served.
             #expect(try daemon.get("/v1/height?model=iPhone17,1&language=en-US").json?["samples"] == .number(25))
 
@@ -183,6 +188,7 @@ struct CrashConsistencyTests {
             }
             #expect(status == 202)
             #expect(try daemon.get("/healthz").status == 200)
+            #expect(try daemon.get("/readyz").status == 200)
             #expect(try daemon.stats()["samples"] == .number(28))
             #expect(daemon.stop() == 0)
             #expect(try SQLiteTelemetryStore(path: database).integrityCheck() == "ok")

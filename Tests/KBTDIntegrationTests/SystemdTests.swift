@@ -52,6 +52,36 @@ struct SystemdTests {
         #expect(daemon.waitForExit() == 0, "SIGTERM did not stop kbtd: the stop waited for the 30 min ping interval")
     }
 
+    /// From SIGTERM on, `/readyz` says 503 `shutting down` while the daemon still serves everything
+    /// else for `shutdown_delay_seconds` (a load balancer stops sending before connections drain),
+    /// including a client that held its connection from before; then it stops as usual.
+    @Test func readinessTurns503AtSigtermWhileConnectionsAreStillServed() throws {
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("kbtd.conf").path
+        // Long enough that the checks below run inside it on a loaded machine; the test then waits it out.
+        try "shutdown_delay_seconds = 15\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try TestDaemon(extraArguments: ["--config", config]).start()
+        let held = try daemon.connection()
+        #expect(try held.request("GET", "/readyz").json?["status"] == .string("ready"))
+
+        daemon.signal(SIGTERM)
+        var answer: HTTPTestResponse?
+        try daemon.until("/readyz to answer 503 after SIGTERM") {
+            answer = try held.request("GET", "/readyz")
+            return answer?.status == 503
+        }
+        #expect(answer?.json?["error"] == .string("shutting down"), "\(answer?.text ?? "")")
+        #expect(answer?.header("retry-after") != nil)
+        // Alive, and still serving: liveness, a height, a batch, on the held connection and on new ones.
+        #expect(try held.request("GET", "/healthz").status == 200)
+        #expect(try daemon.post(gzip(batchBody(samples: shows(3, height: 336))), encoding: "gzip").status == 202)
+        #expect(try daemon.get("/v1/height?model=iPhone17,1&language=en-US").status == 200)
+        #expect(daemon.process?.isRunning == true)
+        #expect(daemon.waitForExit() == 0)
+        #expect(try daemon.stats()["samples"] == .number(3), "the batch acknowledged during the delay is stored")
+    }
+
     @Test func watchdogIsWithheldWhileTheWriterIsStuck() throws {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

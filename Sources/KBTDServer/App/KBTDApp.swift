@@ -44,6 +44,8 @@ public final class KBTDApp: Sendable {
     let catchUp: IndexCatchUp?
     /// Runs the catch-up until `shutdown()`.
     let background: BackgroundServices
+    /// Off from the start of a graceful shutdown (`/readyz`).
+    let readiness = Readiness()
 
     /// Creates (or migrates) the database, loads the index from it and starts
     /// the writer thread. A database on a read-only or full file system is
@@ -164,7 +166,8 @@ public final class KBTDApp: Sendable {
         self.ingestAuth = ingestAuth
         responder = Self.router(settings: box, metrics: metrics, heights: heights, heightRoutes: heightRoutes, writer: writer,
                                 ingest: ingest, rateLimit: rateLimit, ingestAuth: ingestAuth, sourceWeights: sourceWeights,
-                                keyGate: keyGate, databasePath: path, postgres: postgres, catchUp: catchUp).buildResponder()
+                                keyGate: keyGate, databasePath: path, postgres: postgres, catchUp: catchUp,
+                                readiness: readiness).buildResponder()
     }
 
     /// The routes of the API table behind the middlewares, outermost first:
@@ -174,7 +177,8 @@ public final class KBTDApp: Sendable {
     private static func router(settings: SettingsBox, metrics: ServerMetrics, heights: LiveHeights, heightRoutes: HeightRoutes,
                                writer: GroupCommitWriter, ingest: IngestRoute, rateLimit: RateLimitMiddleware,
                                ingestAuth: IngestAuthMiddleware, sourceWeights: SourceWeights, keyGate: KeyGate,
-                               databasePath: String, postgres: PostgresNode?, catchUp: IndexCatchUp?) -> Router<KBTDRequestContext> {
+                               databasePath: String, postgres: PostgresNode?, catchUp: IndexCatchUp?,
+                               readiness: Readiness) -> Router<KBTDRequestContext> {
         let router = Router(context: KBTDRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: MetricsMiddleware(metrics: metrics))
@@ -189,7 +193,8 @@ public final class KBTDApp: Sendable {
         router.get("/v1/height", use: heightRoutes.height)
         router.get("/v1/heights", use: heightRoutes.allHeights)
 
-        let operations = OperationsRoutes(writer: writer, settings: settings, metrics: metrics, databasePath: databasePath) {
+        let operations = OperationsRoutes(writer: writer, settings: settings, metrics: metrics, databasePath: databasePath,
+                                          readiness: readiness) {
             metrics.walBytes.set(Double(writer.walBytes))
             metrics.indexedKeys.set(Double(heights.keyCount))
             metrics.storedKeys.set(Double(keyGate.keyCount))
@@ -199,6 +204,7 @@ public final class KBTDApp: Sendable {
             metrics.bodyBytesHeld.set(Double(ingest.bodies.held))
         }.on(postgres: postgres, catchUp: catchUp)
         router.get("/healthz", use: operations.health)
+        router.get("/readyz", use: operations.ready)
         router.group()
             .add(middleware: AdminAccessMiddleware(settings: settings))
             .get("/metrics", use: operations.prometheus)
@@ -244,6 +250,7 @@ public final class KBTDApp: Sendable {
 
     /// Stops taking batches and commits everything queued (awaiting the writer's task).
     public func shutdown() async {
+        readiness.beginShutdown()
         // The catch-up first: nothing is applied to the index once the writer stops.
         await background.shutdown()
         await writer.shutdown()

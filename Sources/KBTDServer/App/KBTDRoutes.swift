@@ -11,6 +11,7 @@ enum KBTDRoutes {
         "/v1/heights": [.get, .head],
         "/v1/stats": [.get, .head],
         "/healthz": [.get, .head],
+        "/readyz": [.get, .head],
         "/metrics": [.get, .head],
         "/dashboard": [.get, .head],
     ]

@@ -12,6 +12,7 @@ struct OperationsRoutes: Sendable {
     let settings: SettingsBox
     let metrics: ServerMetrics
     let databasePath: String
+    let readiness: Readiness
     /// Brings the gauges `/metrics` shows up to date.
     let refreshGauges: @Sendable () -> Void
     /// Set when the database is PostgreSQL (see OperationsRoutes+Postgres.swift).
@@ -35,6 +36,28 @@ struct OperationsRoutes: Sendable {
         }
         let headers: HTTPFields = healthy ? [:] : [.retryAfter: String(settings.current.limits.retryAfterSeconds)]
         return JSONResponse.make(healthy ? .ok : .serviceUnavailable, .object(members), headers: headers)
+    }
+
+    /// `/readyz`: 200 `{"status":"ready"}` while this node should be sent traffic; else 503 with
+    /// `Retry-After` and the reason in `error`. The index is loaded before the listeners bind, so
+    /// what is left to check is a graceful shutdown under way and the store (`/healthz`'s checks).
+    func ready(_ request: Request, context: KBTDRequestContext) -> Response {
+        let reason: String?
+        if readiness.isShuttingDown {
+            reason = "shutting down"
+        } else if let postgres {
+            reason = postgresUnreadiness(postgres)
+        } else if access(databasePath, W_OK) != 0 {
+            reason = "database not writable: the database file is not writable"
+        } else if writer.lastError != nil {
+            reason = "database not writable: the last commit failed"
+        } else {
+            reason = nil
+        }
+        guard let reason else { return JSONResponse.make(.ok, .object([("status", .string("ready"))])) }
+        let retryAfter = settings.current.limits.retryAfterSeconds
+        return JSONResponse.make(.serviceUnavailable, .object([("status", .string("not ready")), ("error", .string(reason))]),
+                                 headers: [.retryAfter: String(retryAfter)])
     }
 
     func prometheus(_ request: Request, context: KBTDRequestContext) -> Response {

@@ -52,6 +52,9 @@ public struct ServerSettings: Sendable, Equatable {
     public var answerCacheBytes = 16 << 20
     /// How long seen batch ids are remembered, days.
     public var batchRetentionDays = 7.0
+    /// Seconds between SIGTERM and closing the listeners, during which `/readyz` answers 503 and
+    /// everything else is served as before: a load balancer polling readiness stops sending first.
+    public var shutdownDelaySeconds = 0
     public var logLevel: Logger.Level = .info
     /// Lets `/metrics` and `/v1/stats` answer non-local peers that send it as a bearer token.
     public var adminToken: String?

@@ -50,6 +50,8 @@ extension Setting {
         .int("max_batches_per_commit", "Most batches one transaction holds.", reloadable: false, 1...100_000,
              \.limits.maxBatchesPerCommit),
         .int("retry_after_seconds", "Retry-After on 503 and 429, seconds.", reloadable: true, 1...3600, \.limits.retryAfterSeconds),
+        .int("shutdown_delay_seconds", "Seconds between SIGTERM and closing the listeners, with /readyz answering 503 (0: none).",
+             reloadable: true, 0...3600, \.shutdownDelaySeconds),
         .int("idle_timeout_seconds", "Idle keep-alive connections are closed after this many seconds.", reloadable: false, 1...86_400,
              \.limits.idleTimeoutSeconds),
         .int("header_timeout_seconds", "Seconds a new connection has to send its request head.", reloadable: false, 1...3600,

@@ -47,6 +47,14 @@ public enum DatabaseFile {
         // open() applies the umask; the mode asked for is the mode meant.
         fchmod(fd, mode_t(mode))
         close(fd)
+        // The new file's name is durable only once its directory is synced: SQLite syncs the
+        // directory of the log it creates, never the database's (it did not create it).
+        let directory = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { return }
+        defer { close(directory) }
+        guard fsync(directory) == 0 else {
+            throw .cannotCreate(path: path, why: "fsync of \(folder): \(String(cString: strerror(errno)))")
+        }
     }
 
     static func parent(of path: String) -> String {

@@ -26,6 +26,10 @@ import Glibc
 /// directory at a new log's first sync) or once its directory was synced (`WALDurability`); the
 /// database file itself exists (the test creates it before logging starts; kbtd syncs its
 /// directory when it creates it).
+///
+/// To look at a rebuilt state: run the test alone (`KBTD_TEST_ALONE` set to its name, as
+/// `AloneInAProcess` does) with `KBTD_POWER_DEBUG` set to a cut point (an event index, or `end`):
+/// each state there is written to /tmp/kbtd-power-debug/N and the test stops.
 @Suite("Power loss: every acknowledged batch survives a simulated power cut", .timeLimit(.minutes(15)))
 struct PowerLossTests {
     static let name = "everyAcknowledgedBatchSurvivesAPowerCutAnywhere"
@@ -46,6 +50,21 @@ struct PowerLossTests {
         let workload = try await Workload.run(path: path)
         let log = RecordedLog.read()
         let reference = try Contents(path: path)
+        for (file, name) in log.names.enumerated() {
+            let kinds = Dictionary(grouping: log.events.filter { $0.file == file }, by: \.kind).mapValues(\.count)
+            print("power loss: \(name): \(kinds.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        }
+        if let debug = ProcessInfo.processInfo.environment["KBTD_POWER_DEBUG"] {
+            var replay = Replay(log: log)
+            replay.advance(to: Int(debug) ?? log.events.count)
+            for (n, variant) in replay.variants(seed: 1).enumerated() {
+                let folder = URL(fileURLWithPath: "/tmp/kbtd-power-debug/\(n)")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                for (name, bytes) in variant.files { try Data(bytes).write(to: folder.appendingPathComponent(name)) }
+                print("power loss: \(folder.path): \(variant.name) \(variant.files.map { "\($0.0) \($0.1.count)" })")
+            }
+            return
+        }
         #expect(reference.models.count == workload.acknowledged.count, "the uncut database holds every batch")
         #expect(log.syncs > 20 && log.walHeaderWrites >= 2,
                 "the workload syncs often and the log starts over (\(log.syncs) syncs, \(log.walHeaderWrites) log headers)")
@@ -290,7 +309,9 @@ private struct Replay {
             switch event.kind {
             case .write: files[event.file, default: FileState()].pending.append((position, .write(event.offset, event.bytes)))
             case .truncate: files[event.file, default: FileState()].pending.append((position, .truncate(event.offset)))
-            case .create: files[event.file, default: FileState()].pending.append((position, .create))
+            case .create:
+                files[event.file, default: FileState()].pending.append((position, .create))
+                unsyncedSinceCreated.insert(event.file)
             case .delete: files[event.file, default: FileState()].pending.append((position, .delete))
             case .sync:
                 var state = files[event.file, default: FileState()]
@@ -298,20 +319,33 @@ private struct Replay {
                 for (_, op) in covered { Self.apply(op, to: &state) }
                 state.pending.removeFirst(covered.count)
                 files[event.file] = state
-            case .directorySync:
-                // The names of files created in that directory before the sync began are durable.
-                let directory = log.names[event.file]
-                for (file, name) in log.names.enumerated() where (name as NSString).deletingLastPathComponent == directory {
-                    guard var state = files[file] else { continue }
-                    if let created = state.pending.firstIndex(where: { if case .create = $0.op { $0.index < Int(event.offset) } else { false } }),
-                       !state.pending[..<created].contains(where: { if case .delete = $0.op { true } else { false } }) {
-                        state.pending.remove(at: created)
-                        state.exists = true
-                    }
-                    files[file] = state
+                // SQLite's unix VFS syncs the directory too at the first sync of a journal or log it created.
+                if unsyncedSinceCreated.remove(event.file) != nil {
+                    syncNames(in: (log.names[event.file] as NSString).deletingLastPathComponent, before: Int(event.offset))
                 }
+            case .directorySync:
+                syncNames(in: log.names[event.file], before: Int(event.offset))
             }
             position += 1
+        }
+    }
+
+    /// Files created in the log (the journal, the log) whose first sync has not happened yet.
+    var unsyncedSinceCreated: Set<Int> = []
+
+    /// A directory's sync: the creations and deletions of its files logged before `before` are
+    /// durable (a file's pending writes from before its last such change belonged to an older file).
+    mutating func syncNames(in directory: String, before: Int) {
+        for (file, name) in log.names.enumerated() where (name as NSString).deletingLastPathComponent == directory {
+            guard var state = files[file],
+                  let last = state.pending.lastIndex(where: {
+                      guard $0.index < before else { return false }
+                      switch $0.op { case .create, .delete: return true; default: return false }
+                  }) else { continue }
+            Self.apply(state.pending[last].op, to: &state)
+            if case .create = state.pending[last].op { state.bytes = [] }
+            state.pending.removeFirst(last + 1)
+            files[file] = state
         }
     }
 

@@ -54,6 +54,20 @@ struct UpgradeFixtureTests {
 
     struct SQLiteShellFailure: Error { var message: String }
 
+    /// The height bins with the most votes for the key a `/v1/height` query names (on its OS major).
+    static func mostVoted(_ asked: String, _ path: String) throws -> Set<String> {
+        let items = URLComponents(string: asked)?.queryItems ?? []
+        func value(_ name: String) -> String { (items.first { $0.name == name }?.value ?? "").replacingOccurrences(of: "'", with: "''") }
+        let major = value("os").split(separator: ".").first.map(String.init) ?? ""
+        let rows = try query(path, """
+            WITH bins AS (SELECT height_bin, SUM(votes) AS votes FROM height_votes
+                WHERE model = '\(value("model"))' AND os_major = \(Int(major) ?? -1) AND language = '\(value("language"))'
+                  AND orientation = '\(value("orientation"))' AND keyboard_type = '\(value("keyboard_type"))' GROUP BY height_bin)
+            SELECT printf('%.1f', height_bin) FROM bins WHERE votes = (SELECT MAX(votes) FROM bins);
+            """)
+        return Set(rows)
+    }
+
     @Test(arguments: versions)
     func upgradesAndAnswersAsBefore(version: Int) async throws {
         let fixture = try #require(Self.fixtures[String(version)])
@@ -89,8 +103,17 @@ struct UpgradeFixtureTests {
             // One rule changed: before version 3 (the key registry) a key's data fed the model's
             // safe area at any level; since then only keys admitted to the index (min_sources
             // networks) do, so the default answer for the key of two networks has none.
-            var fields = ["height", "basis", "samples", "safe_area_bottom"]
+            // And a tie: since the day's vote ledger (version 7) a bin voted level with the served
+            // height does not take it, but which height was served lives in memory; after any restart
+            // (the old version's own included: its binary answers the v11 fixture 344) the taller one
+            // answers. So a height may differ only between bins tied for the most votes.
+            var fields = ["basis", "samples", "safe_area_bottom"]
             if version < 3, then["basis"] as? String == "default" { fields.removeLast() }
+            if "\(now["height"] ?? "absent")" != "\(then["height"] ?? "absent")" {
+                let tied = try Self.mostVoted(query, path)
+                #expect(tied.count > 1 && tied.contains("\(then["height"]!)") && tied.contains("\(now["height"] ?? "absent")"),
+                        "v\(version) \(query): height was \(then["height"]!), now \(now["height"] ?? "absent"); most voted: \(tied)")
+            }
             for field in fields where then[field] != nil {
                 #expect("\(now[field] ?? "absent")" == "\(then[field]!)", "v\(version) \(query): \(field) was \(then[field]!), now \(now[field] ?? "absent")")
             }

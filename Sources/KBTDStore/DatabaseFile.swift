@@ -48,13 +48,12 @@ public enum DatabaseFile {
         fchmod(fd, mode_t(mode))
         close(fd)
         // The new file's name is durable only once its directory is synced: SQLite syncs the
-        // directory of the log it creates, never the database's (it did not create it).
+        // directory of the log it creates, never the database's (it did not create it). As SQLite
+        // does for its own, a file system that cannot sync a directory is not an error.
         let directory = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else { return }
-        defer { close(directory) }
-        guard fsync(directory) == 0 else {
-            throw .cannotCreate(path: path, why: "fsync of \(folder): \(String(cString: strerror(errno)))")
-        }
+        _ = fsync(directory)
+        close(directory)
     }
 
     static func parent(of path: String) -> String {

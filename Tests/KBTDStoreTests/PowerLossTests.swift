@@ -20,7 +20,7 @@ import Glibc
 /// database is opened with kbtd's normal code and must pass `integrity_check`, hold every batch
 /// acknowledged before the cut, and hold each other batch whole or not at all.
 ///
-/// Assumptions (docs/storage.md, "Durability"): the shared-memory file is lost (SQLite rebuilds
+/// Assumptions (docs/storage.md, "Power loss, tested"): the shared-memory file is lost (SQLite rebuilds
 /// it); a sector (512 bytes) is written whole or not at all, as disks promise; a file created
 /// through SQLite (the log) has a durable name once SQLite synced it (the unix VFS syncs the
 /// directory at a new log's first sync) or once its directory was synced (`WALDurability`); the
@@ -141,7 +141,7 @@ private struct Workload {
             answered.withLock { $0.append(Acknowledged(model: model, logIndex: index)) }
         }
         var number = 0
-        while number < 480 {
+        while number < 640 {
             if number % 40 < 30 {
                 number += 1
                 try await store(number)  // alone: a commit of one batch

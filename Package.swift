@@ -8,12 +8,12 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "kbtd",
-    // The client library (URLSession async API, actors) needs iOS 15; the daemon is for Linux.
-    platforms: [.macOS(.v15), .iOS(.v15)],
+    // The daemon is for Linux; macOS for development. The client library is a package of its own
+    // (KeyboardTelemetryClient/, with its own platforms).
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "kbtd", targets: ["kbtd"]),
         .library(name: "KBTDCore", targets: ["KBTDCore"]),
-        .library(name: "KeyboardTelemetryClient", targets: ["KeyboardTelemetryClient"]),
         .executable(name: "kbtd-fleet", targets: ["kbtd-fleet"]),
     ],
     dependencies: [
@@ -25,11 +25,13 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // TLS (BoringSSL, through swift-nio-ssl) and HTTP/2 for listeners with tls_certificate/tls_key.
-        // The one exact pin: TLSTuning reads NIOSSLContext's private SSL_CTX by reflection (TLSTuningTests fails if a
-        // version moves it). Every other dependency takes security and bug-fix releases (from:).
-        .package(url: "https://github.com/apple/swift-nio-ssl.git", exact: "2.37.6"),
+        // Every dependency takes security and bug-fix releases (from:); kbtd uses only their public API.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // The iOS client library, a package of its own with no dependencies (published as a repository of its own:
+        // scripts/release-client); kbtd-fleet and the tests use it from this folder.
+        .package(path: "KeyboardTelemetryClient"),
     ],
     targets: [
         // System libraries: zlib and SQLite come from the OS (Debian's zlib1g-dev, libsqlite3-dev).
@@ -40,8 +42,6 @@ let package = Package(
                        providers: [.apt(["libdeflate-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
-        // A VFS over SQLite's default one that writes a commit's write-ahead-log frames with one pwrite (the daemon's writer).
-        .target(name: "CSQLiteWALBuffer", dependencies: ["CSQLite"]),
         // glibc's malloc.h, for the daemon's mmap threshold (kbtd serve).
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "KBTDCompression", dependencies: ["CZlib", "CLibdeflate"], swiftSettings: strict),
         // SQLite storage behind the TelemetryStore protocol, and the group-commit writer.
         .target(name: "KBTDStore", dependencies: [
-            "KBTDCore", "CSQLite", "CSQLiteWALBuffer",
+            "KBTDCore", "CSQLite",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
         // PostgreSQL storage behind the same TelemetryStore protocol, for several kbtd nodes on one database.
@@ -95,11 +95,10 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
-        // The library an iOS app embeds: Foundation and zlib only (no UIKit, no SwiftNIO).
-        .target(name: "KeyboardTelemetryClient", dependencies: ["CZlib"], swiftSettings: strict),
         // Fleet simulator built on the client library.
         .executableTarget(name: "kbtd-fleet", dependencies: [
-            "KeyboardTelemetryClient", "KBTDCore",
+            "KBTDCore",
+            .product(name: "KeyboardTelemetryClient", package: "KeyboardTelemetryClient"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         // libFuzzer target over inflate + decode + validate + aggregate (scripts/fuzz); replays a corpus otherwise.
@@ -118,7 +117,9 @@ let package = Package(
         // Tests, one target per layer (CONTRIBUTING.md "Testing it"). Helpers every test target shares
         // (the daemon, PostgreSQL, nginx, waits, batches, in-process app): `package` declarations.
         .target(name: "KBTDTestSupport", dependencies: [
-            "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "KeyboardTelemetryClient",
+            "KBTDCore", "KBTDReference", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer",
+            .product(name: "KeyboardTelemetryClient", package: "KeyboardTelemetryClient"),
+            .product(name: "KeyboardTelemetryClientTesting", package: "KeyboardTelemetryClient"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
@@ -146,9 +147,10 @@ let package = Package(
             .product(name: "NIOHPACK", package: "swift-nio-http2"),
         ], swiftSettings: strict),
         // Everything that needs a process (kbtd, kbtd-fleet, kbtd-fuzz) or a server (PostgreSQL, nginx,
-        // Prometheus, a browser), and the client library against a live daemon.
+        // Prometheus, a browser), and the client library against a live daemon (its other tests are its own package's).
         .testTarget(name: "KBTDIntegrationTests", dependencies: [
-            "KBTDTestSupport", "KBTDCore", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib", "KeyboardTelemetryClient",
+            "KBTDTestSupport", "KBTDCore", "KBTDReport", "KBTDCompression", "KBTDStore", "KBTDPostgres", "KBTDServer", "CZlib",
+            .product(name: "KeyboardTelemetryClient", package: "KeyboardTelemetryClient"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),

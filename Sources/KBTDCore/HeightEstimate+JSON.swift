@@ -28,6 +28,8 @@ extension HeightEstimator {
     /// models of that screen measured, answered by the `screen+language` level.
     /// With `osMinor`, each key is answered for that release, as `GET /v1/height` answers it
     /// (a release that moved a keyboard is its own truth, docs/fallback-chain.md "Point releases").
+    /// `cold_start`, where supported: the model's first-show latency without and with pre-warming
+    /// (`coldStart`).
     public func allEstimates(model: String, osMajor: Int?, osMinor: Int? = nil, screen: ScreenSize? = nil,
                              in index: some HeightLevels) -> JSONOutput {
         let own = index.languages(ofModel: model)
@@ -82,6 +84,7 @@ extension HeightEstimator {
             ("estimates", .array(estimates)),
             ("default", .object(defaults)),
         ]
+        if let coldStart = coldStart(model: model, osMajor: osMajor, in: index) { members.append(("cold_start", coldStart)) }
         if truncated { members.append(("truncated", .bool(true))) }
         return .object(members)
     }

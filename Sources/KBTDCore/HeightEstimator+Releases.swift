@@ -19,16 +19,10 @@ extension HeightEstimator {
         // Each decision once per index generation (`ReleaseMoveCache`): a lookup per release of
         // the key (at most `HeightIndex.maxReleasesPerKey`), not a walk over every model per request.
         let language = LanguageKey(language: key.language, orientation: key.orientation, keyboardType: key.keyboardType)
-        let moved = releases.map(\.minor).filter { minor in
-            index.releaseMoved(ReleaseMoveKey(language: language, osMajor: key.osMajor, minor: minor,
-                                              minSamples: settings.minSamples, minSources: settings.minSources),
-                               models: { Array(index.models(withLanguage: language)) },
-                               difference: { model in
-                                   releaseDifference(SeriesKey(model: model, osMajor: key.osMajor, language: key.language,
-                                                               orientation: key.orientation, keyboardType: key.keyboardType),
-                                                     minor: minor, in: index)
-                               },
-                               decide: Self.moved)
+        // A release no key supports moved nothing (no model counts in its decision): skipped, so
+        // one network's sprayed minors cost no decision.
+        let moved = releases.map(\.minor).filter {
+            index.releaseHasSupport(osMajor: key.osMajor, minor: $0) && releaseMoved(language, osMajor: key.osMajor, minor: $0, in: index)
         }
         guard let firstMoved = moved.first else { return whole }
         if let start = moved.last(where: { $0 <= minor }) {
@@ -42,6 +36,42 @@ extension HeightEstimator {
         }
         let stats = Self.level(all, without: releases.filter { $0.minor >= firstMoved }.map(\.stats))
         return supports(stats) ? stats : whole
+    }
+
+    /// One release decision through the index's cache (`HeightLevels.releaseMoved`).
+    private func releaseMoved(_ language: LanguageKey, osMajor: Int, minor: Int, in index: some HeightLevels) -> Bool {
+        index.releaseMoved(ReleaseMoveKey(language: language, osMajor: osMajor, minor: minor,
+                                          minSamples: settings.minSamples, minSources: settings.minSources),
+                           models: { Array(index.models(withLanguage: language)) },
+                           difference: { model in
+                               releaseDifference(SeriesKey(model: model, osMajor: osMajor, language: language.language,
+                                                           orientation: language.orientation, keyboardType: language.keyboardType),
+                                                 minor: minor, in: index)
+                           },
+                           decide: Self.moved)
+    }
+
+    /// Computes the index's release decisions ahead of the questions that need them: every
+    /// keyboard on every release some key holds with support of its own, at most `budget` models' differences per
+    /// call (decisions already made cost a lookup). True once every decision is made; the daemon
+    /// calls it under its index lock until then, letting go of the lock between calls.
+    public func settleReleaseDecisions(in index: HeightIndex, budget: Int) -> Bool {
+        guard chain.releaseAware else { return true }
+        let budget = max(1, budget)
+        let cache = index.releaseMoves
+        let start = cache.differencesComputed, unfinished = cache.unfinished
+        var index = index
+        for (major, minors) in index.supportedReleaseHolders {
+            for minor in minors.keys.sorted() {
+                for language in index.modelsByLanguage.keys {
+                    let spent = cache.differencesComputed - start
+                    guard spent < budget else { return false }
+                    index.releaseWorkBudget = budget - spent
+                    _ = releaseMoved(language, osMajor: major, minor: minor, in: index)
+                }
+            }
+        }
+        return cache.unfinished == unfinished
     }
 
     /// Whether releases have `min_sources` distinct sources of their own, or a trusted one

@@ -116,7 +116,13 @@ extension HeightIndex {
             }
             releasePool[Int(position)].stats.samples += entry.stats.samples
             releasePool[Int(position)].stats.votes.merge(entry.stats.votes, limit: LevelStats.binLimit, keepingTies: true)
-            if !entry.sources.isEmpty { releasePool[Int(position)].stats.support.add(entry.sources) }
+            if !entry.sources.isEmpty {
+                let before = countsAsSupported(releasePool[Int(position)].stats.support)
+                releasePool[Int(position)].stats.support.add(entry.sources)
+                if !before && countsAsSupported(releasePool[Int(position)].stats.support) {
+                    supportedReleaseHolders[entry.major, default: [:]][key.minor, default: 0] += 1
+                }
+            }
         }
         for (slot, major) in grown {
             var held: [ReleaseStanding] = []
@@ -138,6 +144,7 @@ extension HeightIndex {
         }
         guard position != Self.noEntry else { return }
         let next = releasePool[Int(position)].next
+        if countsAsSupported(releasePool[Int(position)].stats.support) { forgetSupported(minor, major: major) }
         if previous == Self.noEntry {
             lists.releases = next
             setLists(lists, of: slot)
@@ -156,6 +163,40 @@ extension HeightIndex {
         if releaseMinorHolders[major]?.isEmpty == true { releaseMinorHolders[major] = nil }
     }
 
+    /// One supported entry fewer holds `major`.`minor` (`supportedReleaseHolders`).
+    private mutating func forgetSupported(_ minor: Int, major: Int) {
+        supportedReleaseHolders[major]?[minor, default: 1] -= 1
+        if supportedReleaseHolders[major]?[minor] == 0 { supportedReleaseHolders[major]?[minor] = nil }
+        if supportedReleaseHolders[major]?.isEmpty == true { supportedReleaseHolders[major] = nil }
+    }
+
+    /// Whether an entry with this support counts in `supportedReleaseHolders`.
+    func countsAsSupported(_ support: ReleaseSupport) -> Bool { support.satisfies(releaseSupportMinimum) }
+
+    /// Sets the sources a release entry needs to count as supported (the estimator's
+    /// `min_sources`; 1 by default, which never skips a release the estimator would count) and
+    /// counts the entries again.
+    public mutating func setReleaseSupportMinimum(_ minimum: Int) {
+        guard minimum != releaseSupportMinimum else { return }
+        releaseSupportMinimum = minimum
+        supportedReleaseHolders = [:]
+        for (key, slot) in seriesSlots {
+            let major = strings[os: key.os]
+            forEachRelease(ofSlot: slot) { entry in
+                if countsAsSupported(entry.stats.support) {
+                    supportedReleaseHolders[major, default: [:]][Int(entry.minor), default: 0] += 1
+                }
+            }
+        }
+    }
+
+    /// Whether some key holds release `osMajor`.`minor` with `releaseSupportMinimum` sources of its
+    /// own (or a trusted one). A release no key supports moved nothing: every model's say in its
+    /// decision needs that support (`HeightEstimator.releaseDifference`), so the estimator skips it.
+    public func releaseHasSupport(osMajor: Int, minor: Int) -> Bool {
+        supportedReleaseHolders[osMajor]?[minor] != nil
+    }
+
     /// Drops a removed exact key's releases (their entries go to the pool's free list).
     mutating func removeReleases(ofSlot slot: UInt32, major: Int) {
         var lists = lists(of: slot)
@@ -164,6 +205,9 @@ extension HeightIndex {
         while position != Self.noEntry {
             let next = releasePool[Int(position)].next
             forgetMinor(Int(releasePool[Int(position)].minor), major: major)
+            if countsAsSupported(releasePool[Int(position)].stats.support) {
+                forgetSupported(Int(releasePool[Int(position)].minor), major: major)
+            }
             releasePool[Int(position)] = ReleaseEntry(stats: ReleaseStats(), minor: 0, next: freeRelease)
             freeRelease = position
             position = next

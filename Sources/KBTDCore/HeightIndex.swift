@@ -40,6 +40,12 @@ public struct HeightIndex: Sendable {
     /// OS major → minor → how many keys hold that release: a release leaves the list with the
     /// last key's entry, so minors a spray brought in and the keys dropped do not stay.
     var releaseMinorHolders: [Int: [Int: Int]] = [:]
+    /// OS major → minor → how many keys hold that release with `releaseSupportMinimum` sources of
+    /// their own (or a trusted one): the releases the estimator decides about. One network spraying
+    /// minors adds entries (at most `maxReleasesPerKey` a key) but no decision.
+    var supportedReleaseHolders: [Int: [Int: Int]] = [:]
+    /// Sources an entry needs to count in `supportedReleaseHolders` (`setReleaseSupportMinimum`).
+    public internal(set) var releaseSupportMinimum = 1
     /// OS major → the minors some key holds release data for (a handful).
     public var releaseMinors: [Int: Set<Int>] { releaseMinorHolders.mapValues { Set($0.keys) } }
     /// Per exact key: its votes per UTC day for the last `dayVoteDaysKept` days of data (`VoteAge.swift`).
@@ -48,10 +54,18 @@ public struct HeightIndex: Sendable {
     /// Per exact key: its latest voters and their latest days (`VoteAge.swift`).
     var daySourcePool: [DaySource] = []
     var freeDaySource = HeightIndex.noEntry
+    /// Cold starts per (model, OS major), every key's added together (`ColdStarts.swift`). Kept
+    /// from the counts the index loads and the commits it applies; a key that leaves the index
+    /// leaves its cold starts here until the next start.
+    var coldStartsByModel: [ColdStartScope: ColdStartCounts] = [:]
     /// The latest UTC day with votes: the end of every key's vote horizon (time is the data's, not a clock's).
     public internal(set) var latestVoteDay: Int?
     /// The estimator's release decisions for this generation of the index (a new one on every change).
     public internal(set) var releaseMoves = ReleaseMoveCache()
+    /// At most this many models' differences one release decision computes per question
+    /// (`ReleaseMoveCache.moved`'s budget): unbounded by default; the daemon bounds it so that no
+    /// answer holds its index lock for a walk over every model of a keyboard.
+    public var releaseWorkBudget = Int.max
 
     public init() {}
 
@@ -81,6 +95,10 @@ public struct HeightIndex: Sendable {
         }
         for (key, count) in delta.animations where key.event == .show {
             touched[key.series, default: LevelStats()].addShowAnimation(key.bin, count)
+        }
+        for (key, count) in delta.coldStarts {
+            coldStartsByModel[ColdStartScope(model: key.series.model, osMajor: key.series.osMajor), default: ColdStartCounts()]
+                .add(key, count)
         }
         // In key order: where a level's bins, sources or animations pass their caps, what it
         // keeps depends on the order of its merges, which must not be a dictionary's

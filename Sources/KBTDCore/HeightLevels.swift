@@ -31,6 +31,11 @@ public protocol HeightLevels {
     /// (`ReleaseMoveCache`); a view without a cache computes them all each time.
     func releaseMoved(_ key: ReleaseMoveKey, models: () -> [String], difference: (String) -> Int?,
                       decide: ([Int: Int]) -> Bool) -> Bool
+    /// Whether some key holds release `osMajor`.`minor` with support of its own: a release none
+    /// does moved nothing, and the estimator skips its decision (views: every release may).
+    func releaseHasSupport(osMajor: Int, minor: Int) -> Bool
+    /// The model's cold starts on an OS major (every major added together for nil); nil when it has none.
+    func coldStarts(model: String, osMajor: Int?) -> ColdStartCounts?
 }
 
 extension HeightLevels {
@@ -47,11 +52,27 @@ extension HeightLevels {
         return decide(histogram)
     }
 
+    public func releaseHasSupport(osMajor: Int, minor: Int) -> Bool { true }
+
+    /// Levels without cold starts (views for the backtest) have none.
+    public func coldStarts(model: String, osMajor: Int?) -> ColdStartCounts? { nil }
+
     /// Levels without a release dimension (views that hide it) answer per OS major only.
     public func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)] { [] }
 }
 
 extension HeightIndex: HeightLevels {
+    public func coldStarts(model: String, osMajor: Int?) -> ColdStartCounts? {
+        if let osMajor { return coldStartsByModel[ColdStartScope(model: model, osMajor: osMajor)] }
+        var merged: ColdStartCounts?
+        for major in osMajors {
+            guard let counts = coldStartsByModel[ColdStartScope(model: model, osMajor: major)] else { continue }
+            merged = merged ?? ColdStartCounts()
+            merged!.merge(counts)
+        }
+        return merged
+    }
+
     public func recentVotes(of key: SeriesKey, sinceDay: Int) -> CountHistogram? {
         slot(key).flatMap { dayVotes(ofSlot: $0, sinceDay: sinceDay) }
     }
@@ -62,7 +83,7 @@ extension HeightIndex: HeightLevels {
 
     public func releaseMoved(_ key: ReleaseMoveKey, models: () -> [String], difference: (String) -> Int?,
                              decide: ([Int: Int]) -> Bool) -> Bool {
-        releaseMoves.moved(key, models: models, difference: difference, decide: decide)
+        releaseMoves.moved(key, budget: releaseWorkBudget, models: models, difference: difference, decide: decide)
     }
 
     public func series(_ key: SeriesKey) -> LevelStats? {

@@ -54,7 +54,7 @@ public struct LevelStats: Sendable, Equatable {
 
     private var sourceCount: Int { hasFirstSource ? 1 + laterSources.count : 0 }
 
-    private func hasSource(_ source: SourceID) -> Bool {
+    func hasSource(_ source: SourceID) -> Bool {
         (hasFirstSource && firstSource == source) || laterSources.contains(source)
     }
 

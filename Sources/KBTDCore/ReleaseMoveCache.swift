@@ -40,8 +40,14 @@ public struct ReleaseMoveScope: Hashable, Sendable {
 /// recomputes those models' differences only and reads the decision off the histogram. So under
 /// steady ingest a decision costs the models a commit changed, never a walk over every model that
 /// shares the keyboard (a decision is computed over all models once, the first time it is asked).
-/// A copy of the index that does not change keeps sharing its cache. Computed outside the lock:
-/// two requests racing on the same question compute the same answer twice, never block each other.
+/// A copy of the index that does not change keeps sharing its cache.
+///
+/// A decision's first computation walks every model of its keyboard (thousands at a million keys).
+/// With a `budget`, one call computes at most that many models' differences and keeps the rest
+/// pending for the next call (`unfinished` counts the calls that left work behind): the daemon
+/// answers under its index lock, so it retakes the lock until nothing is pending
+/// (`LiveHeights`), and its background settler computes the decisions ahead of the questions
+/// (`HeightEstimator.settleReleaseDecisions`); no hold of the lock grows with the number of models.
 public final class ReleaseMoveCache: Sendable {
     /// One decision: each counting model's difference, their histogram, and the models whose
     /// difference may have changed since.
@@ -66,6 +72,7 @@ public final class ReleaseMoveCache: Sendable {
         var moves: [ReleaseMoveScope: [ReleaseMoveKey: Decision]] = [:]
         var computed = 0
         var differencesComputed = 0
+        var unfinished = 0
     }
 
     private let state: Mutex<State>
@@ -84,24 +91,33 @@ public final class ReleaseMoveCache: Sendable {
 
     /// The decision for `key`: cached, or brought up to date by computing `difference` for the
     /// stale models only, or (the first time) for every model `models` lists; `decide` reads it
-    /// off the histogram of differences (difference: number of models).
-    public func moved(_ key: ReleaseMoveKey, models: () -> [String], difference: (String) -> Int?,
+    /// off the histogram of differences (difference: number of models). At most `budget` models'
+    /// differences are computed in one call; past it the rest stay stale, the call counts as
+    /// `unfinished` and answers from the models computed so far (an answer the caller must not keep).
+    public func moved(_ key: ReleaseMoveKey, budget: Int = .max, models: () -> [String], difference: (String) -> Int?,
                       decide: ([Int: Int]) -> Bool) -> Bool {
         let scope = ReleaseMoveScope(language: key.language, osMajor: key.osMajor)
         let known = state.withLock { $0.moves[scope]?[key] }
         if let known, known.stale.isEmpty { return known.moved }
-        var decision = known ?? Decision()
-        let recompute = known.map { Array($0.stale) } ?? models()
-        for model in recompute { decision.set(model, difference(model)) }
-        decision.stale = []
+        var decision = known ?? Decision(stale: Set(models()))
+        var computed = 0
+        while computed < budget, let model = decision.stale.popFirst() {
+            decision.set(model, difference(model))
+            computed += 1
+        }
         decision.moved = decide(decision.histogram)
+        let finished = decision.stale.isEmpty
         state.withLock {
             $0.moves[scope, default: [:]][key] = decision
-            $0.computed += 1
-            $0.differencesComputed += recompute.count
+            if finished { $0.computed += 1 } else { $0.unfinished += 1 }
+            $0.differencesComputed += computed
         }
         return decision.moved
     }
+
+    /// Calls of `moved` that reached their budget with models still pending: an answer computed
+    /// meanwhile read a decision that was not final.
+    public var unfinished: Int { state.withLock { $0.unfinished } }
 
     /// Decisions computed or brought up to date in this generation: the estimator's release work,
     /// for tests and benchmarks.

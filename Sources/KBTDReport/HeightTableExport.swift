@@ -26,6 +26,11 @@ import KBTDCore
 /// client on 26.3 takes the entry of the greatest listed release of its major at or below
 /// its own, else its major's, else `heights`: `{"26": {"ja-JP|portrait|default": 380.0},
 /// "26.2": {"ja-JP|portrait|default": 384.0}}`. Clients that predate `os` ignore it.
+///
+/// `cold_start` (left out when empty) holds, per OS major, the model's first-show latency
+/// without and with pre-warming as `GET /v1/heights?model=M&os=N` answers it:
+/// `{"26": {"without_prewarm": {"p50_ms": 412.5, "p90_ms": 1210.0, "samples": 340},
+/// "with_prewarm": {"p50_ms": 38.0, "p90_ms": 95.0, "samples": 120}}}`.
 public enum HeightTableExport {
     public static let format = "kbtd-height-table"
     public static let version = 1
@@ -54,6 +59,10 @@ public enum HeightTableExport {
             if !defaults.isEmpty { members.append(("default", .object(defaults))) }
             let releases = releaseHeights(model, heights: heights, index, estimator: estimator)
             if !releases.isEmpty { members.append(("os", .object(releases))) }
+            let coldStarts: [(String, JSONOutput)] = index.osMajors.sorted().compactMap { major in
+                estimator.coldStart(model: model, osMajor: major, in: index).map { ("\(major)", $0) }
+            }
+            if !coldStarts.isEmpty { members.append(("cold_start", .object(coldStarts))) }
             models.append((model, .object(members)))
         }
         var screens: [(String, JSONOutput)] = []

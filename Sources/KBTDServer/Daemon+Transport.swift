@@ -21,11 +21,6 @@ struct Transport: Sendable {
         clients = ClientAddressResolver(settings)
     }
 
-    /// Logs, at start, whether the TLS context runs with kbtd's BoringSSL settings (TLSTuning).
-    func logTLS(_ logger: Logger) {
-        tls?.logTuningFailure(logger)
-    }
-
     /// The channel a listener on `socket` serves its connections with.
     func channel(for socket: ListenerSocket, settings: ServerSettings, channels: HTTPChannels,
                  metrics: ServerMetrics) -> ListenerChannel {
@@ -81,7 +76,6 @@ struct Transport: Sendable {
             do {
                 if try box.reload(certificate: certificate, key: key) {
                     logger.notice("TLS certificate re-read from \(certificate)")
-                    box.logTuningFailure(logger)
                 } else {
                     logger.notice("TLS certificate unchanged in \(certificate): the running TLS context stays, so sessions resume")
                 }
@@ -90,15 +84,6 @@ struct Transport: Sendable {
             }
         } else if (tls != nil) != (new.tlsCertificate != nil) {
             logger.warning("tls_certificate/tls_key turned TLS on or off; that takes effect after a restart")
-        }
-    }
-}
-
-extension TLSContextBox {
-    /// An error when the running context could not be given TLSTuning's settings (TLS works, with BoringSSL's defaults).
-    func logTuningFailure(_ logger: Logger) {
-        if let failure = tuningFailure {
-            logger.error("TLS runs with BoringSSL's default ticket count and TLS 1.3 suite order: \(failure)")
         }
     }
 }

@@ -35,7 +35,6 @@ public struct Daemon: Sendable {
         let initial = settings
         // Reads the TLS pair first: a bad one is exit 78 before the database is touched.
         let transport = try Transport(initial)
-        transport.logTLS(logger)
         // A postgres:// URL: a shared database, several nodes (PostgresNode, docs/scaling-out.md).
         let postgres = try await StoreLocation(database: initial.database).node(initial, logger: logger)
         let app = try KBTDApp(settings: initial, logger: logger, logLevel: logLevel, postgres: postgres)

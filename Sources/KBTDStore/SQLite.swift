@@ -39,7 +39,7 @@ final class SQLiteConnection {
     /// instructions a commit, with rows bound in place).
     static let configured: Int32 = kbtd_sqlite3_config_memstatus(0)
 
-    /// - Parameter vfs: an SQLite VFS by name (`KBTD_WALBUFFER_VFS`, the daemon's writer); nil: the default.
+    /// - Parameter vfs: an SQLite VFS by name; nil: the default.
     init(path: String, mode: Mode, vfs: String? = nil) throws(SQLiteError) {
         _ = Self.configured
         var db: OpaquePointer?

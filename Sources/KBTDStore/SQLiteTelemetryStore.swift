@@ -1,5 +1,4 @@
 import CSQLite
-import CSQLiteWALBuffer
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -78,11 +77,7 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, Defer
         }
         try DatabaseFile.prepare(path, mode: fileMode)
         do {
-            // The daemon's writer writes each commit's log frames with one pwrite (`CSQLiteWALBuffer`).
-            // The process-wide settings first: registering a VFS initialises SQLite, after which they are refused.
-            _ = SQLiteConnection.configured
-            let vfs = durability != nil && kbtd_walbuffer_register() == SQLITE_OK ? KBTD_WALBUFFER_VFS : nil
-            db = try SQLiteConnection(path: path, mode: .readWrite, vfs: vfs)
+            db = try SQLiteConnection(path: path, mode: .readWrite)
             try db.execute("PRAGMA busy_timeout = 5000;")
             try Self.checkOwnership(db, path: path)
         } catch let error as SQLiteError where error.code & 0xFF == SQLITE_NOTADB {

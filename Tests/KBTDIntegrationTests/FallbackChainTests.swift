@@ -345,7 +345,7 @@ struct FallbackChainTests {
             var configuration = ClientFixtures.configuration(port: unreachablePort(), directory: directory.appendingPathComponent(name))
             configuration.bundledHeights = table
             configuration.screen = screen
-            return try KeyboardTelemetryClient(device: TelemetryDevice(model: model, os: os), configuration: configuration)
+            return KeyboardTelemetryClient(device: TelemetryDevice(model: model, os: os), configuration: configuration)
         }
         // The table's answers per OS major (`os`): a phone on iOS 26 gets iOS 26's height, as
         // `/v1/heights?os=26.1` serves it, not the any-OS mode (iOS 18's 40 samples outvote 26's 30).
@@ -391,7 +391,7 @@ struct FallbackChainTests {
         let known = fleet.models[4]
         var configuration = ClientFixtures.configuration(port: port, directory: directory)
         configuration.screen = known.screen
-        let client = try KeyboardTelemetryClient(device: TelemetryDevice(model: "iPhone99,3", os: "26.1"), configuration: configuration)
+        let client = KeyboardTelemetryClient(device: TelemetryDevice(model: "iPhone99,3", os: "26.1"), configuration: configuration)
         // The server's answer for a model it never saw comes from the screen level.
         #expect(await client.refreshHeights(force: true) == .updated)
         #expect(client.heightEstimate(language: "ja-JP", orientation: .portrait)

@@ -2,6 +2,7 @@ import Foundation
 import KBTDCore
 @testable import KBTDStore
 @testable import KBTDPostgres
+@testable import KBTDServer
 import KeyboardTelemetryClient
 import Logging
 import Testing
@@ -276,6 +277,36 @@ struct ReleaseRouteTests {
     }
 }
 
+@Suite("Release decisions made ahead of the questions", .ownThreads)
+struct ReleaseDecisionSettlerTests {
+    /// The daemon's settler makes the release decisions after ingest, before anyone asks: the
+    /// questions that follow read them and compute no model's difference themselves.
+    @Test func theDaemonMakesReleaseDecisionsBeforeAnyQuestion() async throws {
+        let app = try InProcessApp()
+        let models = Array(ReleaseFleet.models.prefix(3))
+        try await postReleaseShift(to: app, models: models)
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(20)
+        while app.app.heights.releaseDecisionWork.differences == 0, clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let settled = app.app.heights.releaseDecisionWork
+        #expect(settled.differences > 0, "the settler made the decisions with no question asked")
+        for model in ReleaseFleet.models.prefix(3) {
+            for language in ["ja-JP", "en-US"] {
+                for os in ["26", "26.1", "26.2", "26.2.1"] {
+                    #expect(try await app.get("/v1/height?model=\(model)&language=\(language)&os=\(os)").status == 200)
+                }
+            }
+            #expect(try await app.get("/v1/heights?model=\(model)&os=26.2").status == 200)
+        }
+        #expect(app.app.heights.releaseDecisionWork.differences == settled.differences, "no answer computed a decision")
+        #expect(app.app.heights.releaseDecisionWork.unfinished == settled.unfinished)
+        await app.app.shutdown()
+    }
+}
+
 @Suite("Point releases in the exported table and the client library", .ownThreads)
 struct ReleaseExportTests {
     /// `kbtd export` carries the answers per OS major and per release where they differ, and a
@@ -312,7 +343,7 @@ struct ReleaseExportTests {
         func bundled(_ os: String) async throws -> KeyboardHeightEstimate {
             var configuration = ClientFixtures.configuration(port: unreachablePort(), directory: directory.appendingPathComponent(os))
             configuration.bundledHeights = table
-            let client = try KeyboardTelemetryClient(device: TelemetryDevice(model: model, os: os), configuration: configuration)
+            let client = KeyboardTelemetryClient(device: TelemetryDevice(model: model, os: os), configuration: configuration)
             #expect(await client.refreshHeights(force: true) != .updated)
             let estimate = client.heightEstimate(language: "ja-JP", orientation: .portrait)
             await client.shutdown()

@@ -11,7 +11,7 @@ import Glibc
 #endif
 
 /// A power cut, simulated: the daemon's writer (group commits, `synchronous=NORMAL` with the log's
-/// fsync on the sync thread, the WAL buffer VFS, checkpoints on their own thread) stores one batch
+/// fsync on the sync thread, checkpoints on their own thread) stores one batch
 /// per key while `CSQLiteRecordingVFS` logs every write, truncation and sync its files receive, and
 /// the writer's own fdatasync of the log and of its directory are logged too. Then, for cut points
 /// all along the log, the files are rebuilt as a power cut would leave them: the bytes of every
@@ -35,8 +35,8 @@ struct PowerLossTests {
     static let name = "everyAcknowledgedBatchSurvivesAPowerCutAnywhere"
 
     @Test func everyAcknowledgedBatchSurvivesAPowerCutAnywhere() async throws {
-        // The VFS must be the process's default before the WAL buffer VFS wraps the default one:
-        // a process of its own, where no other test opened SQLite first.
+        // The VFS must be the process's default, registered before SQLite is first used (it turns
+        // SQLite's memory statistics off as kbtd does): a process of its own, where no other test opened SQLite first.
         guard AloneInAProcess.isThisProcess(for: Self.name) else {
             try await AloneInAProcess.run(Self.name, timeout: 840)
             return

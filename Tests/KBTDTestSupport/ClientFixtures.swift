@@ -16,7 +16,6 @@ package enum ClientFixtures {
         configuration.backoffBase = 0.05
         configuration.backoffMax = 0.4
         configuration.requestTimeout = 10
-        configuration.maxBatchAge = .infinity  // no age timer; tests that want age-based sealing set it
         return configuration
     }
 

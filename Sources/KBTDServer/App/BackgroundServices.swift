@@ -13,7 +13,29 @@ struct IndexCatchUpService: Service {
     }
 }
 
-/// The app's own long-running work (today the index catch-up, PostgreSQL
+/// Makes the live index's release decisions ahead of the questions that need them, after
+/// start-up and after every change (`LiveHeights.settleReleaseDecisions`), so that the first
+/// answer for a keyboard on a release reads a decision instead of walking every model.
+struct ReleaseDecisionService: Service {
+    let heights: LiveHeights
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            var first = true
+            for await _ in heights.indexChanges {
+                let start = ContinuousClock.now
+                let worked = await heights.settleReleaseDecisions()
+                if first || worked {
+                    logger.log(level: first ? .info : .debug, "release decisions settled in \(ContinuousClock.now - start)")
+                }
+                first = false
+            }
+        }
+    }
+}
+
+/// The app's own long-running work (the release decisions; the index catch-up, PostgreSQL
 /// only) in a service group of its own: started with the app, stopped by
 /// `KBTDApp.shutdown()` (a graceful shutdown the group's run is awaited
 /// through), so nothing keeps polling a database the app has let go. It

@@ -150,7 +150,8 @@ public final class KBTDApp: Sendable {
             }
         })
         self.catchUp = catchUp
-        background = BackgroundServices(catchUp.map { [IndexCatchUpService(catchUp: $0)] } ?? [], logger: logger)
+        background = BackgroundServices([ReleaseDecisionService(heights: heights, logger: logger)]
+                                            + (catchUp.map { [IndexCatchUpService(catchUp: $0)] } ?? []), logger: logger)
         // One HeightRoutes, so one cache of rendered answers, for the router and the fast path.
         let heightRoutes = HeightRoutes(heights: heights, settings: box, metrics: metrics)
         answers = CachedAnswers(routes: heightRoutes, dates: HTTPDate(), logger: logger)

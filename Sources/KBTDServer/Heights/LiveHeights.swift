@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import KBTDCore
 import Synchronization
 
@@ -17,10 +20,14 @@ struct CachedAnswer: Sendable {
 /// (and each settings change) empties. Requests never touch SQLite.
 ///
 /// Two locks, held briefly: the index lock only while an estimate is computed
-/// (bounded work: key caps bound a model's languages, and `/v1/heights` lists
-/// only supported estimates), the cache lock only for a lookup or an insert.
-/// Serialising an answer happens outside both, so one expensive answer never
-/// holds up the writer or another request for long.
+/// (bounded work: key caps bound a model's languages, `/v1/heights` lists
+/// only supported estimates, and a release decision computes at most
+/// `releaseWorkBudget` models per hold: an answer that meets an unfinished one
+/// lets go of the lock and computes again), the cache lock only for a lookup or
+/// an insert. Serialising an answer happens outside both, so one expensive
+/// answer never holds up the writer or another request for long. The release
+/// decisions themselves are made ahead of the questions by `settleReleaseDecisions`
+/// (the app's background settler), after start-up and after every change.
 final class LiveHeights: Sendable {
     private struct Model {
         var index: HeightIndex
@@ -44,15 +51,44 @@ final class LiveHeights: Sendable {
     /// whatever mix of questions clients ask).
     let cacheLimitBytes: Int
 
+    /// Models' differences one release decision computes per hold of the index lock (a few
+    /// microseconds each).
+    static let releaseWorkBudget = 256
+    /// Signalled on every change (and once at the start): the release decisions to settle.
+    let indexChanges: AsyncStream<Void>
+    private let changed: AsyncStream<Void>.Continuation
+
     init(index: HeightIndex, settings: EstimatorSettings, cacheLimitBytes: Int = 16 << 20) {
+        var index = index
+        index.releaseWorkBudget = Self.releaseWorkBudget
+        index.setReleaseSupportMinimum(settings.minSources)
         model = Mutex(Model(index: index, estimator: HeightEstimator(settings: settings)))
         self.cacheLimitBytes = cacheLimitBytes
+        (indexChanges, changed) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+        changed.yield()
     }
+
+    deinit { changed.finish() }
 
     func apply(_ delta: AggregateDelta) {
         guard !delta.isEmpty else { return }
         model.withLock { $0.index.apply(delta) }
         invalidate()
+    }
+
+    /// Makes the index's release decisions, `releaseWorkBudget` models per hold of the index
+    /// lock, until every one is made; returns whether any work was left (false: already settled).
+    /// Stops early, unsettled, when the task is cancelled.
+    @discardableResult
+    func settleReleaseDecisions() async -> Bool {
+        var passes = 0
+        while !Task.isCancelled {
+            let settled = model.withLock { $0.estimator.settleReleaseDecisions(in: $0.index, budget: Self.releaseWorkBudget) }
+            if settled { return passes > 0 }
+            passes += 1
+            await Task.yield()
+        }
+        return true
     }
 
     /// Takes keys out of the index (displaced by keys with more support, or
@@ -67,15 +103,23 @@ final class LiveHeights: Sendable {
         let changed = model.withLock { model -> Bool in
             guard model.estimator.settings != settings else { return false }
             model.estimator.settings = settings
+            model.index.setReleaseSupportMinimum(settings.minSources)
             return true
         }
         if changed { invalidate() }
+    }
+
+    /// The release decisions' work in the current generation of the index: models' differences
+    /// computed, and holds that left a decision unfinished (`ReleaseMoveCache`).
+    var releaseDecisionWork: (differences: Int, unfinished: Int) {
+        model.withLock { ($0.index.releaseMoves.differencesComputed, $0.index.releaseMoves.unfinished) }
     }
 
     /// Keys in the index.
     var keyCount: Int { model.withLock { $0.index.seriesCount } }
 
     private func invalidate() {
+        changed.yield()
         let generation = cache.withLock { cache in
             cache.answers.removeAll(keepingCapacity: true)
             cache.bytes = 0
@@ -98,12 +142,29 @@ final class LiveHeights: Sendable {
 
     /// The estimate `height(_:)` serves, as a value (the dashboard marks it on its histograms).
     func estimate(_ query: HeightQuery) -> HeightEstimate {
-        model.withLock { $0.estimator.estimate(query, in: $0.index) }
+        settled { $0.estimator.estimate(query, in: $0.index) }
     }
 
     /// A model's keys with when their height last changed (the dashboard's change table).
     func changes(model name: String) -> [HeightChange] {
-        model.withLock { $0.estimator.heightChanges(model: name, in: $0.index) }
+        settled { $0.estimator.heightChanges(model: name, in: $0.index) }
+    }
+
+    /// `body` under the index lock, taken again until it read no unfinished release decision
+    /// (each hold computes at most `releaseWorkBudget` models of one; the decisions keep what
+    /// each hold computed). Between holds the writer and other requests get the lock.
+    private func settled<T>(_ body: (Model) -> T) -> T {
+        while true {
+            let (value, final) = model.withLock { model in
+                let unfinished = model.index.releaseMoves.unfinished
+                let value = body(model)
+                return (value, model.index.releaseMoves.unfinished == unfinished)
+            }
+            if final { return value }
+            #if canImport(Glibc)
+            sched_yield()
+            #endif
+        }
     }
 
     var minSamples: Int64 { model.withLock { $0.estimator.settings.minSamples } }
@@ -148,7 +209,7 @@ final class LiveHeights: Sendable {
                         compute: (Model) -> (() -> [UInt8], EstimateBasis?, [EstimateBasis])) -> CachedAnswer {
         let (hit, generation) = cache.withLock { ($0.answers[key], $0.generation) }
         if let hit { return hit }
-        let (render, basis, bases) = model.withLock { compute($0) }
+        let (render, basis, bases) = settled { compute($0) }
         let body = render()
         let answer = CachedAnswer(body: body, etag: Self.etag(body), basis: basis, bases: bases)
         cache.withLock { cache in

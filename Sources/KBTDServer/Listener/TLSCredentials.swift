@@ -73,19 +73,6 @@ enum TLSCredentials {
         }
         return context
     }
-
-    /// `context(_:certificate:key:)` with kbtd's BoringSSL settings applied (TLSTuning: one ticket
-    /// per handshake, AES-128-GCM first in TLS 1.3). The error, if any, says why they are not (the
-    /// context then runs on BoringSSL's defaults and the caller logs it).
-    static func tunedContext(_ pair: Pair, certificate: String, key: String) throws(SettingsError) -> (NIOSSLContext, TLSTuning.Failure?) {
-        let context = try context(pair, certificate: certificate, key: key)
-        do {
-            try TLSTuning.apply(to: context)
-            return (context, nil)
-        } catch {
-            return (context, error)
-        }
-    }
 }
 
 /// The TLS context new connections use. One context serves every connection for as long as the
@@ -95,29 +82,26 @@ enum TLSCredentials {
 /// them every two days, still accepting tickets of the previous key for two more, so rotation
 /// breaks no live session; swift-nio-ssl 2.37 offers no way to set or share ticket keys.
 ///
-/// Each context sends one ticket per handshake and prefers AES-128-GCM in TLS 1.3 (TLSTuning).
+/// Each context runs on BoringSSL's own settings (two tickets a TLS 1.3 handshake, the client's
+/// order between the AES suites): swift-nio-ssl offers no public setting for either.
 ///
 /// A renewed pair (certbot-style) gets a new context on SIGHUP: new connections present the new
 /// certificate, connections already open keep theirs, and tickets of the old context no longer
 /// resume (one full handshake per client after a renewal).
 final class TLSContextBox: Sendable {
-    private let state: Mutex<(context: NIOSSLContext, pair: TLSCredentials.Pair?, tuning: TLSTuning.Failure?)>
+    private let state: Mutex<(context: NIOSSLContext, pair: TLSCredentials.Pair?)>
 
-    init(_ context: NIOSSLContext, pair: TLSCredentials.Pair? = nil, tuning: TLSTuning.Failure? = nil) {
-        state = Mutex((context, pair, tuning))
+    init(_ context: NIOSSLContext, pair: TLSCredentials.Pair? = nil) {
+        state = Mutex((context, pair))
     }
 
     /// Reads the pair and builds its context (a SettingsError names the file: exit 78).
     convenience init(certificate: String, key: String) throws(SettingsError) {
         let pair = try TLSCredentials.read(certificate: certificate, key: key)
-        let (context, tuning) = try TLSCredentials.tunedContext(pair, certificate: certificate, key: key)
-        self.init(context, pair: pair, tuning: tuning)
+        self.init(try TLSCredentials.context(pair, certificate: certificate, key: key), pair: pair)
     }
 
     var current: NIOSSLContext { state.withLock { $0.context } }
-
-    /// Why the running context has BoringSSL's defaults instead of TLSTuning's settings; nil when it has them.
-    var tuningFailure: TLSTuning.Failure? { state.withLock { $0.tuning } }
 
     /// Re-reads the pair; on failure the running context stays and the error names the file.
     /// Returns false when the files hold the pair already running: the context (and with it the
@@ -126,8 +110,8 @@ final class TLSContextBox: Sendable {
     func reload(certificate: String, key: String) throws(SettingsError) -> Bool {
         let pair = try TLSCredentials.read(certificate: certificate, key: key)
         if state.withLock({ $0.pair == pair }) { return false }
-        let (fresh, tuning) = try TLSCredentials.tunedContext(pair, certificate: certificate, key: key)
-        state.withLock { $0 = (fresh, pair, tuning) }
+        let fresh = try TLSCredentials.context(pair, certificate: certificate, key: key)
+        state.withLock { $0 = (fresh, pair) }
         return true
     }
 }

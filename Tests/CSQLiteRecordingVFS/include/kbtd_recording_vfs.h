@@ -25,8 +25,8 @@ typedef struct KbtdRecordedEvent {
     const unsigned char *bytes;  // valid until kbtd_recording_reset
 } KbtdRecordedEvent;
 
-/// Registers the VFS as the process's default (once; before any other VFS wraps the default, so
-/// the daemon's WAL buffer VFS writes through it). Turns SQLite's memory statistics off first, as
+/// Registers the VFS as the process's default (once), so every connection kbtd opens (the
+/// writer's, the checkpointer's) goes through it. Turns SQLite's memory statistics off first, as
 /// kbtd does before SQLite initialises. Returns SQLITE_OK or the registration's error.
 int kbtd_recording_register(void);
 

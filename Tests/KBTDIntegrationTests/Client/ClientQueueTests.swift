@@ -13,7 +13,7 @@ struct ClientQueueTests {
         // Launch 1: the daemon is down. Two batches fail to send; 5 samples are still pending at shutdown.
         var configuration = ClientFixtures.configuration(port: port, directory: directory)
         configuration.maxBatchSamples = 10
-        let first = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration)
+        let first = KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration)
         first.start()
         for i in 0..<25 { first.record(ClientFixtures.show(i)) }
         #expect(await ClientFixtures.eventually("first.counters.failedAttempts >= 1") { first.counters.failedAttempts >= 1 })
@@ -25,7 +25,7 @@ struct ClientQueueTests {
 
         // Launch 2: a new client instance on the same directory, the daemon up.
         try daemon.start()
-        let second = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration)
+        let second = KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration)
         #expect(await second.queuedBatchCount() == 3)
         second.start()
         #expect(await second.waitForDelivery(timeout: 120))
@@ -46,7 +46,7 @@ struct ClientQueueTests {
         configuration.backoffMax = 10
         let logs = LogRecorder()
         configuration.logger = logs.logger
-        let client = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration, clock: clock)
+        let client = KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration, clock: clock)
         client.start()
         // Batch k (1...5) holds k samples, so the stored total says which batches survived.
         for k in 1...5 {
@@ -66,50 +66,6 @@ struct ClientQueueTests {
         #expect(await client.waitForDelivery(timeout: 120))
         #expect(client.counters.batchesAcknowledged == 3)
         #expect(try ClientFixtures.storedSamples(daemon) == 3 + 4 + 5, "batches 3, 4 and 5: the newest")
-        await client.shutdown()
-    }
-
-    @Test func theByteCapAlsoDropsOldestFirst() async throws {
-        let directory = TestPaths.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let port = unreachablePort()  // nothing listens: batches stay queued
-        let clock = ManualClock()
-        var configuration = ClientFixtures.configuration(port: port, directory: directory)
-        configuration.maxQueuedBytes = 2_000
-        configuration.backoffBase = 100
-        let client = try KeyboardTelemetryClient(device: ClientFixtures.device, configuration: configuration, clock: clock)
-        for _ in 0..<6 {
-            for i in 0..<40 { client.record(ClientFixtures.show(i)) }
-            await client.flush()
-        }
-        let queued = await client.queuedBatchCount()
-        let counters = client.counters
-        #expect(queued >= 1 && queued < 6)
-        #expect(counters.batchesEvicted == 6 - queued && counters.samplesEvicted == 40 * (6 - queued))
-        let queueDirectory = directory.appendingPathComponent("queue")
-        let names = try FileManager.default.contentsOfDirectory(atPath: queueDirectory.path).sorted()
-        let bytes = names.reduce(0) { total, name in
-            total + ((try? queueDirectory.appendingPathComponent(name).resourceValues(forKeys: [.fileSizeKey]))?.fileSize ?? 0)
-        }
-        #expect(bytes <= 2_000)
-        // Files are named by sequence number: the survivors are the newest batches.
-        let sequences = names.compactMap { $0.split(separator: "-").first.flatMap { Int($0) } }
-        #expect(sequences == Array((6 - queued + 1)...6))
-        await client.shutdown()
-    }
-
-    @Test func leftoverTemporaryAndUnreadableFilesAreCleanedUp() async throws {
-        let directory = TestPaths.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let queue = directory.appendingPathComponent("queue")
-        try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
-        // A crash mid-write leaves a temporary file; a foreign file has a name the queue cannot read.
-        try Data("partial".utf8).write(to: queue.appendingPathComponent(".tmp-00000000000000000001-x.json.gz"))
-        try Data("junk".utf8).write(to: queue.appendingPathComponent("not-a-batch.json.gz"))
-        let client = try KeyboardTelemetryClient(device: ClientFixtures.device,
-                                                 configuration: ClientFixtures.configuration(port: unreachablePort(), directory: directory))
-        #expect(await client.queuedBatchCount() == 0)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: queue.path).isEmpty)
         await client.shutdown()
     }
 }

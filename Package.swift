@@ -129,9 +129,11 @@ let package = Package(
         .testTarget(name: "KBTDCoreTests", dependencies: [
             "KBTDTestSupport", "KBTDCore", "KBTDReference", "KBTDCompression",
         ], swiftSettings: strict),
+        // Test-only: a VFS that logs every write and sync of a directory's files (the power-loss test rebuilds them).
+        .target(name: "CSQLiteRecordingVFS", dependencies: ["CSQLite"], path: "Tests/CSQLiteRecordingVFS"),
         // The SQLite store (and the PostgreSQL schema's parity with it): a file in a temporary directory, no process.
         .testTarget(name: "KBTDStoreTests", dependencies: [
-            "KBTDTestSupport", "KBTDCore", "KBTDStore", "KBTDPostgres",
+            "KBTDTestSupport", "KBTDCore", "KBTDStore", "KBTDPostgres", "CSQLiteRecordingVFS",
         ], swiftSettings: strict),
         // Routes, middlewares and settings answered in-process (InProcessApp), channel handlers in a pipeline of their own.
         .testTarget(name: "KBTDServerTests", dependencies: [

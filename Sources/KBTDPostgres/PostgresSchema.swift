@@ -332,6 +332,18 @@ public enum PostgresSchema {
         }
     }
 
+    /// A database whose recorded step `version` is not this kbtd's step of that version (a
+    /// development build numbered its steps otherwise): refused before any step runs.
+    public struct RenamedStep: KBTDDecision, CustomStringConvertible {
+        public var version: Int
+        public var recorded: String
+        public var known: String
+        public var description: String {
+            "the PostgreSQL database's schema version \(version) is \"\(recorded)\", where this kbtd's is \"\(known)\" "
+                + "(written by a development build whose migrations were renumbered)"
+        }
+    }
+
     /// Applies the missing steps, each in its own transaction under the
     /// advisory lock, re-reading the applied version inside the lock so a
     /// second node starting at the same time finds the work done.
@@ -346,6 +358,19 @@ public enum PostgresSchema {
             pending = try migrator.pending(after: applied)
         } catch {
             throw NewerSchema(version: error.version)
+        }
+        if applied > 0 {
+            let recorded = try await database.withConnection { connection in
+                var steps: [(version: Int, name: String)] = []
+                for try await (version, name) in try await connection.query(
+                    "SELECT version::bigint, name FROM schema_migrations ORDER BY version", logger: logger).decode((Int, String).self) {
+                    steps.append((version, name))
+                }
+                return steps
+            }
+            if let renamed = migrator.renamedStep(in: recorded) {
+                throw RenamedStep(version: renamed.version, recorded: renamed.recorded, known: renamed.known)
+            }
         }
         for migration in pending {
             let applied = try await database.withTransaction { connection -> Bool in

@@ -44,7 +44,7 @@ public final class PostgresNode: Sendable {
                 break
             } catch {
                 let reason = PostgresDatabase.describe(error)
-                if error is PostgresTelemetryStore.NewerSchema || ContinuousClock.now >= deadline {
+                if error is PostgresTelemetryStore.NewerSchema || error is PostgresSchema.RenamedStep || ContinuousClock.now >= deadline {
                     database.close()
                     throw DatabaseUnreachable(description: "cannot use the PostgreSQL database \(url): \(reason)")
                 }

@@ -47,6 +47,13 @@ public enum DatabaseFile {
         // open() applies the umask; the mode asked for is the mode meant.
         fchmod(fd, mode_t(mode))
         close(fd)
+        // The new file's name is durable only once its directory is synced: SQLite syncs the
+        // directory of the log it creates, never the database's (it did not create it). As SQLite
+        // does for its own, a file system that cannot sync a directory is not an error.
+        let directory = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { return }
+        _ = fsync(directory)
+        close(directory)
     }
 
     /// The folder of a file path (`.` for a bare name).

@@ -191,6 +191,16 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, Defer
         } catch {
             throw UnusableDatabase.newerSchema(path: path, version: error.version, supported: error.supported)
         }
+        if current > 0 {
+            var applied: [(version: Int, name: String)] = []
+            try db.prepare("SELECT version, name FROM schema_migrations ORDER BY version").forEachRow {
+                applied.append((Int($0.int(0)), $0.text(1)))
+            }
+            if let renamed = Schema.migrator.renamedStep(in: applied) {
+                throw UnusableDatabase.notKbtd(path: path, why: "its schema version \(renamed.version) is \"\(renamed.recorded)\", "
+                    + "where this kbtd's is \"\(renamed.known)\" (written by a development build whose migrations were renumbered)")
+            }
+        }
         for migration in pending {
             try db.inTransaction(.immediate) {
                 try db.execute("""

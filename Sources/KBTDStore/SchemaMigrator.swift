@@ -28,6 +28,18 @@ public struct SchemaMigrator<Migration: SchemaMigration>: Sendable {
         guard applied <= latestVersion else { throw NewerSchemaVersion(version: applied, supported: latestVersion) }
         return migrations[applied...]
     }
+
+    /// The first applied step whose recorded name is not this list's name for its version: a
+    /// database written by a development build whose steps were numbered differently (version 6
+    /// was the vote ledger on main for a few minutes before it became 7). Running the list's later
+    /// steps on it would fail halfway or skip one, so the store refuses it untouched.
+    public func renamedStep(in applied: [(version: Int, name: String)]) -> (version: Int, recorded: String, known: String)? {
+        for step in applied where step.version >= 1 && step.version <= latestVersion {
+            let known = migrations[step.version - 1].name
+            if step.name != known { return (step.version, step.name, known) }
+        }
+        return nil
+    }
 }
 
 /// A database whose schema version is newer than this kbtd knows.

@@ -219,7 +219,7 @@ struct ReleaseSourceStoreTests {
         for sql in PostgresSchema.bookkeeping { try postgres.psql("kbtd", sql, user: "kbtd") }
         for migration in PostgresSchema.migrations where migration.version <= 10 {
             for sql in migration.sql { try postgres.psql("kbtd", sql, user: "kbtd") }
-            try postgres.psql("kbtd", "INSERT INTO schema_migrations VALUES (\(migration.version), 'v\(migration.version)', 0)", user: "kbtd")
+            try postgres.psql("kbtd", "INSERT INTO schema_migrations VALUES (\(migration.version), '\(migration.name.replacingOccurrences(of: "'", with: "''"))', 0)", user: "kbtd")
         }
         try postgres.psql("kbtd", Self.version10Rows, user: "kbtd")
         let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
@@ -374,7 +374,7 @@ struct ReleasePostgresMigrationTests {
         for sql in PostgresSchema.bookkeeping { try postgres.psql("kbtd", sql, user: "kbtd") }
         for migration in PostgresSchema.migrations where migration.version <= 8 {
             for sql in migration.sql { try postgres.psql("kbtd", sql, user: "kbtd") }
-            try postgres.psql("kbtd", "INSERT INTO schema_migrations VALUES (\(migration.version), 'v\(migration.version)', 0)", user: "kbtd")
+            try postgres.psql("kbtd", "INSERT INTO schema_migrations VALUES (\(migration.version), '\(migration.name.replacingOccurrences(of: "'", with: "''"))', 0)", user: "kbtd")
         }
         try postgres.psql("kbtd", """
             INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'docked', 380.0, 1500);

@@ -155,10 +155,15 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, Defer
     private static func openReadOnly(_ path: String, mode: SQLiteConnection.Mode) throws(SQLiteError) -> SQLiteConnection {
         let connection = try SQLiteConnection(path: path, mode: mode)
         try connection.execute("PRAGMA busy_timeout = 5000;")
+        // SQLite resolves a statement's tables when it prepares it: ask for the table first, so a
+        // file of another application reads as "not a kbtd database", not as SQLite's "no such table".
+        var hasSchema = false
+        try connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+            .forEachRow { _ in hasSchema = true }
         var version = 0
-        let statement = try connection.prepare(
-            "SELECT COALESCE((SELECT MAX(version) FROM schema_migrations), 0) WHERE EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'schema_migrations')")
-        try statement.forEachRow { version = Int($0.int(0)) }
+        if hasSchema {
+            try connection.prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").forEachRow { version = Int($0.int(0)) }
+        }
         guard version > 0 else {
             throw SQLiteError(code: SQLITE_NOTADB, message: "not a kbtd database (no schema)", context: "opening \(path)")
         }

@@ -56,6 +56,15 @@ struct CommandLineTests {
         #expect(noDatabase.stderr.contains(missing))
         let noDatabaseHeight = try runKBTD(["height", "--model", "iPhone17,1", "--language", "en-US", "--database", missing])
         #expect(noDatabaseHeight.status == 66)
+        // Another application's SQLite file: named as not kbtd's, not as SQLite's "no such table".
+        let foreign = directory.appendingPathComponent("foreign.sqlite").path
+        let made = try runToEnd("/usr/bin/sqlite3", [foreign, "CREATE TABLE notes (text); INSERT INTO notes VALUES ('x');"], timeout: 60)
+        #expect(made.status == 0, "\(made.stderr)")
+        for command in [["stats"], ["export"]] {
+            let result = try runKBTD(command + ["--database", foreign])
+            #expect(result.status == 66 && result.stderr.contains("not a kbtd database"), "\(command): \(result.stderr)")
+            #expect(!result.stderr.contains("no such table"), "\(command): \(result.stderr)")
+        }
 
         #expect(try runKBTD(["stats", "--format", "xml"]).status == 64)
         #expect(try runKBTD(["stats", "--os", "latest"]).status == 64)

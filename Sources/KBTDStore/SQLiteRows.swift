@@ -142,18 +142,9 @@ struct SQLiteRows {
     }
 }
 
-/// How a commit writes the counts tables' rows.
-package enum UpsertStyle: Sendable {
-    /// Up to `MultiRowUpsert.maxRows` rows a statement: what kbtd runs.
-    case multiRow
-    /// One statement a row (the same statements with one row), kept as the reference the tests
-    /// and `kbtd-bench commit` compare with.
-    case perRow
-}
-
 extension SQLiteTelemetryStore {
-    /// Upserts `rows` (every row `upsert.width` parameters) in chunks of 64, 32, ... 1 rows
-    /// (or one a row, `upsertStyle == .perRow`), then empties `rows` (their texts stay: `removeParameters`).
+    /// Upserts `rows` (every row `upsert.width` parameters) in chunks of 64, 32, ... 1 rows, then
+    /// empties `rows` (their texts stay: `removeParameters`).
     func run(_ upsert: MultiRowUpsert, _ rows: inout SQLiteRows) throws(SQLiteError) {
         let count = rows.parameters.count
         precondition(count % upsert.width == 0, "a row of \(upsert.width) parameters")
@@ -161,8 +152,7 @@ extension SQLiteTelemetryStore {
         while start < count {
             let remaining = (count - start) / upsert.width
             // The largest chunk size (a power of two, at most maxRows) that fits what is left.
-            let power = upsertStyle == .perRow
-                ? 0 : min(Int.bitWidth - 1 - remaining.leadingZeroBitCount, MultiRowUpsert.sizes - 1)
+            let power = min(Int.bitWidth - 1 - remaining.leadingZeroBitCount, MultiRowUpsert.sizes - 1)
             let end = start + (1 << power) * upsert.width
             let statement = try upsertStatement(upsert, power: power)
             try statement.finish(rows.step(statement.handle, start..<end))

@@ -225,14 +225,14 @@ extension SQLiteTelemetryStore {
             for id in ids {
                 if id == .trusted {
                     // A row a commit already wrote: writing it again changes nothing (`knowsTrustedRow`).
-                    if skipsKnownTrustedRows && indexed.knowsTrustedRow(fingerprint) { continue }
+                    if indexed.knowsTrustedRow(fingerprint) { continue }
                     indexed.noteTrustedRow(fingerprint)
                 }
                 let source = Int64(bitPattern: id.value)
                 // Only a network's keyed hash has a last-seen time: trusted and retired rows never expire.
                 // A network that reported the key before (the usual case) is one statement: its
                 // last-seen time moves on; else it is inserted, if the key keeps fewer than 8.
-                if id.isNetworkHash && touchesKnownNetworksFirst {
+                if id.isNetworkHash {
                     try touch.run(key: series) { $0.int(source); $0.int(seenAt) }
                     if db.changes == 1 { continue }
                 }
@@ -243,8 +243,6 @@ extension SQLiteTelemetryStore {
                 if db.changes == 1 {
                     newSources[series, default: (0, false)].count += 1
                     if id == .trusted { newSources[series, default: (0, false)].trusted = true }
-                } else if id.isNetworkHash && !touchesKnownNetworksFirst {
-                    try touch.run(key: series) { $0.int(source); $0.int(seenAt) }
                 }
             }
         }

@@ -37,7 +37,7 @@ extension SQLiteTelemetryStore {
             for id in ids {
                 if id == .trusted {
                     // As for `key_sources` (`write`): a row a commit already wrote is not written again.
-                    if skipsKnownTrustedRows && indexed.knowsTrustedRow(fingerprint, minor: release.minor) { continue }
+                    if indexed.knowsTrustedRow(fingerprint, minor: release.minor) { continue }
                     indexed.noteTrustedRow(fingerprint, minor: release.minor)
                 }
                 try insert.run(key: release.series) { binder in

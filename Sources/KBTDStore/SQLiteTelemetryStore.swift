@@ -17,21 +17,12 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, Defer
     var upsertStatements = [SQLiteStatement?](repeating: nil, count: MultiRowUpsert.slots * MultiRowUpsert.sizes)
     /// A commit's rows of one table, gathered for `run(_:_:)`; kept to reuse its buffers' capacity.
     var rows = SQLiteRows()
-    /// How a commit writes the counts tables: multi-row upserts, or one statement a row (only to
-    /// measure and test against, `kbtd-bench commit`).
-    package var upsertStyle = UpsertStyle.multiRow
     public let path: String
     /// When keys join the in-memory index (read by each commit: reloadable).
     let admission: @Sendable () -> IndexAdmission
     /// Keys admitted to the index and their support: a cache of `keys.admitted_at` (the
     /// owner), read at open and written only with it, by the writer's task (ARCHITECTURE.md).
     var indexed = IndexedKeys()
-    /// Skip a commit's write of a trusted source's `key_sources` / `release_sources` row the
-    /// writer knows is written (`IndexedKeys.knowsTrustedRow`; off only to measure what it saves).
-    package var skipsKnownTrustedRows = true
-    /// Move a known network's `key_sources.seen_at` before trying to insert it (one statement for
-    /// a network that reported the key before, two for a new one; off only to measure the order before).
-    package var touchesKnownNetworksFirst = true
     /// What `countWALFrames` counts into (kept alive here: SQLite holds only a pointer to it).
     private var walFrames: WALFrames?
     /// The log's checkpoints on a thread of their own, with `durability` (the daemon's writer).

@@ -7,18 +7,13 @@ import KBTDStore
 /// batches (100 samples each, every batch tagged with one of two OS releases) committed in
 /// groups to a fresh database, once per layout, alternating in each round:
 ///
-/// - `key sources only`: the commit as before per-release sources (no `release_sources`
-///   rows, every trusted `key_sources` row written again each commit, a network's row
-///   inserted before its `seen_at` is moved);
-/// - `release sources`: with `release_sources`, otherwise the same;
-/// - `release sources, known rows skipped`: known trusted rows skipped (`IndexedKeys.knowsTrustedRow`;
-///   a network's `seen_at` moved first, the insert only when it was not there);
-///
-/// those three with one statement a counts row (`UpsertStyle.perRow`), as before multi-row upserts;
-/// - `multi-row upserts`: what kbtd runs, the third layout with each counts table's rows in
-///   statements of up to 64 rows;
+/// - `key sources only`: the batches without their per-release sources (no `release_sources` rows);
+/// - `kbtd's commit`: what kbtd runs;
 /// - `time-ordered batch ids`: the same with the batch ids replaced by ids that sort in the order
 ///   they arrive (as UUIDv7 would): an experiment, to show what the random ids' B-tree leaves cost.
+///
+/// Choices inside the commit (multi-row upserts, known rows skipped) are compared as two builds
+/// of kbtd-bench, not by switches in the store.
 ///
 /// Statements are `SQLITE_STMTSTATUS_RUN` summed over the store's cached statements (the
 /// transaction's BEGIN and COMMIT are not among them), rows `sqlite3_total_changes`, CPU the
@@ -32,23 +27,19 @@ struct Commit: ParsableCommand {
     @Option var seed: UInt64 = 1
     @Option(help: "Distinct client networks of the untrusted batches.") var networks = 64
     @Flag(help: "Batches from 64 untrusted networks (capped votes) instead of a trusted peer.") var untrusted = false
-    @Option(help: "Only these layouts (repeatable): sources, releases, skipping, multirow, orderedids.") var layout: [Layout] = []
+    @Option(help: "Only these layouts (repeatable): sources, kbtd, orderedids.") var layout: [Layout] = []
     @Option(help: "The new databases' page size (SQLite's 4096 by default).") var pageSize: Int?
 
     enum Layout: String, CaseIterable, ExpressibleByArgument {
         case keySourcesOnly = "sources"
-        case releaseSources = "releases"
-        case skipping = "skipping"  // and known networks touched first
-        case multiRow = "multirow"
+        case kbtd = "kbtd"
         case orderedIDs = "orderedids"
 
         var name: String {
             switch self {
-            case .keySourcesOnly: "key sources only, one statement a row"
-            case .releaseSources: "release sources, every row written"
-            case .skipping: "known rows skipped, one statement a row"
-            case .multiRow: "known rows skipped, multi-row upserts"
-            case .orderedIDs: "multi-row, time-ordered batch ids"
+            case .keySourcesOnly: "key sources only"
+            case .kbtd: "kbtd's commit"
+            case .orderedIDs: "time-ordered batch ids"
             }
         }
     }
@@ -84,10 +75,6 @@ struct Commit: ParsableCommand {
                 let store = try SQLiteTelemetryStore(path: directory.appendingPathComponent("kbtd.sqlite").path,
                                                      admission: { IndexAdmission(minSources: 3, maxIndexedKeys: 1_000_000) },
                                                      pageSize: pageSize)
-                let multiRow = layout == .multiRow || layout == .orderedIDs
-                store.skipsKnownTrustedRows = layout == .skipping || multiRow
-                store.touchesKnownNetworksFirst = layout == .skipping || multiRow
-                store.upsertStyle = multiRow ? .multiRow : .perRow
                 let wal = try store.countWALFrames()
                 let start = store.statementRuns
                 let cpuStart = threadCPU()

@@ -9,14 +9,15 @@ import Testing
 @Suite struct ReleaseDecisionBudgetTests {
     static let models = (1...200).map { "iPhone\(100 + $0),1" }
 
-    /// 200 models whose 26.2 moved ja-JP from 380 to 386, each release on three networks of the model's own.
-    static func fleet(budget: Int) -> HeightIndex {
+    /// 200 models with ja-JP at 380 on 26.1 and at `releaseHeight` on 26.2 (by default 386: the
+    /// release moved it), each release on three networks of the model's own.
+    static func fleet(budget: Int = .max, releaseHeight: Double = 386) -> HeightIndex {
         var index = HeightIndex()
         for (n, model) in models.enumerated() {
             for network in 0..<3 {
                 index.apply(ReleaseSourceTests.networkBatch(model: model, os: "26.1", language: "ja-JP", height: 380, count: 10,
                                                             network: 1_000 * n + network))
-                index.apply(ReleaseSourceTests.networkBatch(model: model, os: "26.2", language: "ja-JP", height: 386, count: 10,
+                index.apply(ReleaseSourceTests.networkBatch(model: model, os: "26.2", language: "ja-JP", height: releaseHeight, count: 10,
                                                             network: 1_000 * n + network))
             }
         }

@@ -320,16 +320,8 @@ struct ReleaseSourceTests {
     /// every model makes, and costs those models only, however many share the keyboard: here a
     /// fleet of 200 models, then commits that move the release on model after model.
     @Test func anUpdatedDecisionEqualsAFullWalkAndCostsOnlyTheTouchedModels() throws {
-        let models = (1...200).map { "iPhone\(100 + $0),1" }
-        var index = HeightIndex()
-        for (n, model) in models.enumerated() {
-            for network in 0..<3 {
-                index.apply(ReleaseSourceTests.networkBatch(model: model, os: "26.1", language: "ja-JP", height: 380, count: 10,
-                                                            network: 1_000 * n + network))
-                index.apply(ReleaseSourceTests.networkBatch(model: model, os: "26.2", language: "ja-JP", height: 380, count: 10,
-                                                            network: 1_000 * n + network))
-            }
-        }
+        let models = ReleaseDecisionBudgetTests.models
+        var index = ReleaseDecisionBudgetTests.fleet(releaseHeight: 380)
         let estimator = HeightEstimator()
         let language = LanguageKey(language: "ja-JP", orientation: .portrait, keyboardType: "default")
         /// The decision as answers make it: through the index's cache.

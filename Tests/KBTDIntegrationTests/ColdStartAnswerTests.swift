@@ -66,10 +66,7 @@ struct ColdStartAnswerTests {
         // The export carries the same object per OS major.
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let file = directory.appendingPathComponent("kbtd-heights.json")
-        let export = try runKBTD(["export", "--database", app.database, "--output", file.path])
-        #expect(export.status == 0, "\(export.stderr)")
-        let document = try JSONParser.parse(Array(try Data(contentsOf: file)))
+        let document = try app.export(to: directory.appendingPathComponent("kbtd-heights.json"))
         #expect(document["models"]?["iPhone17,1"]?["cold_start"]?["26"] == coldStart)
         #expect(document["models"]?["iPhone16,2"]?["cold_start"] == nil)
 

@@ -319,9 +319,7 @@ struct ReleaseExportTests {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("kbtd-heights.json")
-        let export = try runKBTD(["export", "--database", app.database, "--output", file.path])
-        #expect(export.status == 0, "\(export.stderr)")
-        let document = try JSONParser.parse(Array(try Data(contentsOf: file)))
+        let document = try app.export(to: file)
         let model = models[0]
         let old = ReleaseFleet.base(model) + ReleaseFleet.candidateBar
         let releases = try #require(document["models"]?[model]?["os"], "\(document)")

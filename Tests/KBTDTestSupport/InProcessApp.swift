@@ -126,6 +126,13 @@ package final class InProcessApp: Sendable {
         guard result.status == 0 else { throw HTTPTestError(description: "kbtd stats failed: \(result.stderr)") }
         return try JSONParser.parse(Array(result.stdout.utf8))
     }
+
+    /// `kbtd export --output FILE` against this app's database: the written table, parsed.
+    package func export(to file: URL) throws -> JSONValue {
+        let result = try runKBTD(["export", "--database", database, "--output", file.path])
+        guard result.status == 0 else { throw HTTPTestError(description: "kbtd export failed: \(result.stderr)") }
+        return try JSONParser.parse(Array(try Data(contentsOf: file)))
+    }
 }
 
 /// Collects a response body in memory.

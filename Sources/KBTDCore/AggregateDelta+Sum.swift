@@ -16,7 +16,7 @@ extension AggregateDelta {
             return
         }
         var sizes = (heights: 0, animations: 0, coldStarts: 0, safeAreas: 0, votes: 0, sources: 0, screens: 0,
-                     releases: 0, releaseSources: 0, dayVotes: 0, daySources: 0)
+                     releases: 0, releaseSources: 0, screenCounts: 0, screenSources: 0, dayVotes: 0, daySources: 0)
         for delta in deltas {
             sizes.heights += delta.heights.count
             sizes.animations += delta.animations.count
@@ -27,6 +27,8 @@ extension AggregateDelta {
             sizes.screens += delta.screens.count
             sizes.releases += delta.releases.count
             sizes.releaseSources += delta.releaseSources.count
+            sizes.screenCounts += delta.screenCounts.count
+            sizes.screenSources += delta.screenSources.count
             sizes.dayVotes += delta.dayVotes.count
             sizes.daySources += delta.daySources.count
         }
@@ -39,6 +41,8 @@ extension AggregateDelta {
         screens = Self.sum(deltas, \.screens, capacity: sizes.screens)
         releases = Self.sum(deltas, \.releases, capacity: sizes.releases)
         releaseSources = Self.union(deltas, \.releaseSources, capacity: sizes.releaseSources)
+        screenCounts = Self.sum(deltas, \.screenCounts, capacity: sizes.screenCounts)
+        screenSources = Self.union(deltas, \.screenSources, capacity: sizes.screenSources)
         dayVotes = Self.sum(deltas, \.dayVotes, capacity: sizes.dayVotes)
         daySources = Self.union(deltas, \.daySources, capacity: sizes.daySources)
     }

@@ -139,6 +139,12 @@ public struct AggregateDelta: Sendable, Equatable {
     /// a release answers on its own only with `min_sources` of its own. An index counts each
     /// source it is given here as a new one (`HeightIndex.apply`).
     public var releaseSources: [ReleaseKey: Set<SourceID>] = [:]
+    /// Docked samples and votes per reported screen and bin (`recordScreen(_:)`): what lets a
+    /// Display Zoom phone be answered its own height (`ScreenVariants.swift`).
+    public var screenCounts: [ScreenBin: ReleaseCount] = [:]
+    /// Which sources reported each key on each screen (`recordScreen(_:)`; `screen_sources`), counted
+    /// by an index as `releaseSources` are: each source it is given is a new one.
+    public var screenSources: [ScreenVariantKey: Set<SourceID>] = [:]
     /// Votes per UTC day of receipt (`recordDay(receivedAt:)`): what ages the estimate's votes (`VoteAge.swift`).
     public var dayVotes: [DayVoteBin: Int64] = [:]
     /// Which sources' votes weighed on each key per UTC day (`recordDay(receivedAt:)`; `day_sources`):
@@ -225,6 +231,8 @@ public struct AggregateDelta: Sendable, Equatable {
         screens.merge(other.screens, uniquingKeysWith: +)
         releases.merge(other.releases, uniquingKeysWith: +)
         releaseSources.merge(other.releaseSources) { $0.union($1) }
+        screenCounts.merge(other.screenCounts, uniquingKeysWith: +)
+        screenSources.merge(other.screenSources) { $0.union($1) }
         dayVotes.merge(other.dayVotes, uniquingKeysWith: +)
         daySources.merge(other.daySources) { $0.union($1) }
     }
@@ -371,6 +379,8 @@ extension AggregateDelta {
         kept.sources = sources.filter { isIncluded($0.key) }
         kept.releases = releases.filter { isIncluded($0.key.series) }
         kept.releaseSources = releaseSources.filter { isIncluded($0.key.series) }
+        kept.screenCounts = screenCounts.filter { isIncluded($0.key.series) }
+        kept.screenSources = screenSources.filter { isIncluded($0.key.series) }
         kept.dayVotes = dayVotes.filter { isIncluded($0.key.series) }
         kept.daySources = daySources.filter { isIncluded($0.key.series) }
         return kept

@@ -142,6 +142,10 @@ struct HiddenLevels: HeightLevels {
         isHidden(key) ? nil : base.series(key)
     }
 
+    func screens(of key: SeriesKey) -> [(screen: ScreenSize, stats: ReleaseStats)] {
+        isHidden(key) ? [] : base.screens(of: key)
+    }
+
     func modelLanguage(_ key: ModelLanguageKey) -> LevelStats? {
         guard touches(model: key.model) else { return base.modelLanguage(key) }
         return remerged(key.model) {

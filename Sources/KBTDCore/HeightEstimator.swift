@@ -71,17 +71,23 @@ public struct FallbackChain: Sendable, Equatable {
     public var screenLevel: Bool
     /// Level 1 answers per OS release where a point release moved keyboards (`HeightEstimator+Releases`).
     public var releaseAware: Bool
+    /// Levels 1 to 3 answer a question's `screen=` from that screen's data where it has a height
+    /// of its own (Display Zoom; `HeightEstimator+Screens`).
+    public var screenVariants: Bool
 
-    public init(osAware: Bool, screenLevel: Bool, releaseAware: Bool = true) {
+    public init(osAware: Bool, screenLevel: Bool, releaseAware: Bool = true, screenVariants: Bool = true) {
         self.osAware = osAware
         self.screenLevel = screenLevel
         self.releaseAware = releaseAware
+        self.screenVariants = screenVariants
     }
 
     public static let current = FallbackChain(osAware: true, screenLevel: true)
-    public static let beforeOSAware = FallbackChain(osAware: false, screenLevel: false, releaseAware: false)
+    public static let beforeOSAware = FallbackChain(osAware: false, screenLevel: false, releaseAware: false, screenVariants: false)
     /// The chain before point releases answered on their own (kbtd 0.x): levels per OS major only.
-    public static let beforeReleases = FallbackChain(osAware: true, screenLevel: true, releaseAware: false)
+    public static let beforeReleases = FallbackChain(osAware: true, screenLevel: true, releaseAware: false, screenVariants: false)
+    /// The chain before screen variants: every screen of a model answered its majority's height.
+    public static let beforeScreenVariants = FallbackChain(osAware: true, screenLevel: true, screenVariants: false)
 }
 
 /// Walks the six-level fallback chain (docs/fallback-chain.md) over a `HeightIndex`,
@@ -101,15 +107,9 @@ public struct HeightEstimator: Sendable {
         let modelKey = ModelKey(model: query.model, orientation: query.orientation, keyboardType: query.keyboardType)
         let modelStats = index.model(modelKey)
 
-        if let osMajor = query.osMajor {
-            let series = SeriesKey(model: query.model, osMajor: osMajor, language: query.language,
-                                   orientation: query.orientation, keyboardType: query.keyboardType)
-            if let stats = releaseSeries(series, minor: query.osMinor, in: index),
-               let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
-                return estimate
-            }
-        }
-        if let stats = index.modelLanguage(modelLanguage), let estimate = answer(stats, basis: .modelLanguage, fallback: modelStats) {
+        if let estimate = levelOne(query, fallback: modelStats, in: index) { return estimate }
+        if let stats = index.modelLanguage(modelLanguage),
+           let estimate = screenAware(stats, of: modelLanguage, query: query, fallback: modelStats, in: index) {
             return estimate
         }
         if chain.osAware, let osMajor = query.osMajor,
@@ -136,20 +136,23 @@ public struct HeightEstimator: Sendable {
     /// The answer from the model's own data for this language (levels 1 and 2), or nil.
     public func ownEstimate(_ query: HeightQuery, in index: some HeightLevels) -> HeightEstimate? {
         let modelStats = index.model(ModelKey(model: query.model, orientation: query.orientation, keyboardType: query.keyboardType))
-        if let osMajor = query.osMajor {
-            let series = SeriesKey(model: query.model, osMajor: osMajor, language: query.language,
-                                   orientation: query.orientation, keyboardType: query.keyboardType)
-            if let stats = releaseSeries(series, minor: query.osMinor, in: index),
-               let estimate = answer(stats, basis: .modelOSLanguage, fallback: modelStats) {
-                return estimate
-            }
-        }
+        if let estimate = levelOne(query, fallback: modelStats, in: index) { return estimate }
         let modelLanguage = ModelLanguageKey(model: query.model, language: query.language,
                                              orientation: query.orientation, keyboardType: query.keyboardType)
         if let stats = index.modelLanguage(modelLanguage) {
-            return answer(stats, basis: .modelLanguage, fallback: modelStats)
+            return screenAware(stats, of: modelLanguage, query: query, fallback: modelStats, in: index)
         }
         return nil
+    }
+
+    /// Level 1: the key on the asked OS major (per release where one moved it, on the asked
+    /// screen where that has a height of its own), or nil.
+    private func levelOne(_ query: HeightQuery, fallback: LevelStats?, in index: some HeightLevels) -> HeightEstimate? {
+        guard let osMajor = query.osMajor else { return nil }
+        let series = SeriesKey(model: query.model, osMajor: osMajor, language: query.language,
+                               orientation: query.orientation, keyboardType: query.keyboardType)
+        guard let stats = releaseSeries(series, minor: query.osMinor, in: index) else { return nil }
+        return screenAware(stats, of: series, query: query, basis: .modelOSLanguage, fallback: fallback, in: index)
     }
 
     /// The configured constant, with the model's safe area and animation when known.
@@ -253,8 +256,10 @@ public struct HeightEstimator: Sendable {
                 differences = measuredDifferences(reference.language, onOS: nil)
             }
             guard !differences.isEmpty else { continue }
-            return answer(referenceStats, basis: .modelLanguageDelta, fallback: fallback,
-                          shift: Self.lowerMedian(differences))
+            let base = screenBase(referenceStats, model: query.model, reference: reference.language, osMajor: osMajor,
+                                  query: query, in: index)
+            return answer(base.stats, basis: .modelLanguageDelta, fallback: fallback,
+                          shift: Self.lowerMedian(differences) + base.shift)
         }
         return nil
     }

@@ -10,9 +10,11 @@ struct ReleaseEntry: PooledEntry, Sendable {
 }
 
 /// Where an exact key's pooled lists start (`HeightIndex.slotLists`, by the key's slot):
-/// its release entries, its per-day votes and its latest voters, each `HeightIndex.noEntry` when it has none.
+/// its release entries, its screen entries, its per-day votes and its latest voters, each
+/// `HeightIndex.noEntry` when it has none.
 struct SlotLists: Sendable {
     var releases = HeightIndex.noEntry
+    var screens = HeightIndex.noEntry
     var dayVotes = HeightIndex.noEntry
     var daySources = HeightIndex.noEntry
 }

@@ -22,6 +22,7 @@ extension HeightIndex {
             guard let slot = seriesSlots.removeValue(forKey: PackedSeriesKey(model: model, language: language, kind: kind, os: os))
             else { continue }
             removeReleases(ofSlot: slot, major: key.osMajor)
+            removeScreens(ofSlot: slot)
             removeDayVotes(ofSlot: slot)
             removeDaySources(ofSlot: slot)
             modelLanguageLevels.insert(PackedLevelKey(model: model, language: language, kind: kind))
@@ -93,7 +94,8 @@ extension HeightIndex {
         for (key, slot) in seriesSlots {
             let new = live[slot]!
             let held = lists(of: slot)
-            if held.releases != Self.noEntry || held.dayVotes != Self.noEntry || held.daySources != Self.noEntry {
+            if held.releases != Self.noEntry || held.screens != Self.noEntry || held.dayVotes != Self.noEntry
+                || held.daySources != Self.noEntry {
                 if Int(new) >= keptLists.count { keptLists.append(contentsOf: repeatElement(SlotLists(), count: Int(new) + 1 - keptLists.count)) }
                 keptLists[Int(new)] = lists(of: slot)
             }

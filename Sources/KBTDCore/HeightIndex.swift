@@ -37,6 +37,9 @@ public struct HeightIndex: Sendable {
     /// Per exact key and OS release: docked samples and votes (`HeightIndex+Releases`).
     var releasePool: [ReleaseEntry] = []
     var freeRelease = HeightIndex.noEntry
+    /// Per exact key and reported screen: docked samples and votes (`HeightIndex+Screens`).
+    var screenPool: [ScreenEntry] = []
+    var freeScreen = HeightIndex.noEntry
     /// OS major → minor → how many keys hold that release: a release leaves the list with the
     /// last key's entry, so minors a spray brought in and the keys dropped do not stay.
     var releaseMinorHolders: [Int: [Int: Int]] = [:]
@@ -135,6 +138,7 @@ public struct HeightIndex: Sendable {
         }
         for (key, count) in delta.screens { screens.add(model: key.model, screen: key.screen, count: count) }
         applyReleases(delta.releases, sources: delta.releaseSources, packed: packed)
+        applyScreens(delta.screenCounts, sources: delta.screenSources, packed: packed)
         applyDayVotes(delta.dayVotes, packed: packed)
         applyDaySources(delta.daySources, packed: packed)
         // A release decision reads the keys of its keyboard and major that hold the release:

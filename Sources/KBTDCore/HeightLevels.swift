@@ -19,6 +19,8 @@ public protocol HeightLevels {
     var osMajors: Set<Int> { get }
     /// The key's docked samples and votes per OS release of its major, ascending by minor.
     func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)]
+    /// The key's docked samples and votes per reported screen, smallest first (`ScreenVariants.swift`).
+    func screens(of key: SeriesKey) -> [(screen: ScreenSize, stats: ReleaseStats)]
     /// The latest UTC day with votes (nil: no per-day votes; the estimate's votes do not age).
     var latestVoteDay: Int? { get }
     /// The key's votes from UTC day `sinceDay` on (nil when it has none).
@@ -59,6 +61,9 @@ extension HeightLevels {
 
     /// Levels without a release dimension (views that hide it) answer per OS major only.
     public func releases(of key: SeriesKey) -> [(minor: Int, stats: ReleaseStats)] { [] }
+
+    /// Levels without a screen dimension answer every screen alike.
+    public func screens(of key: SeriesKey) -> [(screen: ScreenSize, stats: ReleaseStats)] { [] }
 }
 
 extension HeightIndex: HeightLevels {

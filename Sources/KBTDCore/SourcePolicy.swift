@@ -77,13 +77,16 @@ public struct SourceLedger: Sendable, Equatable {
 
 extension AggregateDelta {
     /// Replaces every source but `trusted` by a fresh retired identifier (`kbtd migrate` from a
-    /// database whose sources are unkeyed address hashes): each key and release keeps its count of sources.
+    /// database whose sources are unkeyed address hashes): each key, release and screen keeps its count of sources.
     public mutating func retireSources() {
         for (key, ids) in sources {
             sources[key] = Set(ids.map { $0 == .trusted ? $0 : .retired() })
         }
         for (key, ids) in releaseSources {
             releaseSources[key] = Set(ids.map { $0 == .trusted ? $0 : .retired() })
+        }
+        for (key, ids) in screenSources {
+            screenSources[key] = Set(ids.map { $0 == .trusted ? $0 : .retired() })
         }
         // A day's network hashes are dropped, not retired: a retired identifier is fresh on every
         // row, so it would count one network once per day (the trusted peer stays).

@@ -274,7 +274,7 @@ extension PostgresTelemetryStore {
                 for key in newlyAdmitted { admittedNow.insert(key.fingerprint) }
             }
         }
-        var indexed = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources)
+        var indexed = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources, newScreenSources: [:])
         if !newlyAdmitted.isEmpty {
             indexed.merge(try await readCounts(keys: newlyAdmitted, connection: connection, logger: logger))
         }

@@ -93,18 +93,20 @@ public struct CommitPlan: Sendable {
 
     /// What the in-memory index takes from this commit: the counts of the keys
     /// in `passing` (already admitted, or admitted by another node), and every
-    /// screen count (screens are counted per model, not per key). Of their release
-    /// sources only `newReleaseSources`, those the commit stored for the first time:
-    /// the index counts every release source it is given (`HeightIndex.apply`).
+    /// screen count (screens are counted per model, not per key). Of their release and screen
+    /// sources only `newReleaseSources` and `newScreenSources`, those the commit stored for the
+    /// first time: the index counts every such source it is given (`HeightIndex.apply`).
     /// When every key of the commit passes (the usual case once keys are admitted), that is
     /// `added` itself, not a filtered copy.
-    public func indexDelta(passing: Set<SeriesKey>, newReleaseSources: [ReleaseKey: Set<SourceID>]) -> AggregateDelta {
+    public func indexDelta(passing: Set<SeriesKey>, newReleaseSources: [ReleaseKey: Set<SourceID>],
+                           newScreenSources: [ScreenVariantKey: Set<SourceID>]) -> AggregateDelta {
         // Of equal size, `passing` holds every key only if it is `addedKeys` (the same storage: O(1)).
         let everyKey = passing.count == addedKeys.count ? passing == addedKeys
             : passing.count > addedKeys.count && addedKeys.allSatisfy(passing.contains)
         var delta = everyKey ? added : added.filter { passing.contains($0) }
         delta.screens = added.screens
         delta.releaseSources = newReleaseSources.filter { passing.contains($0.key.series) && !$0.value.isEmpty }
+        delta.screenSources = newScreenSources.filter { passing.contains($0.key.series) && !$0.value.isEmpty }
         return delta
     }
 }

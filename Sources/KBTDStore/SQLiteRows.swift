@@ -18,7 +18,7 @@ struct MultiRowUpsert: Sendable {
 
     static let sizes = MultiRowUpsert.maxRows.trailingZeroBitCount + 1
     /// How many tables are written this way (the cache's rows).
-    static let slots = 9
+    static let slots = 10
 
     /// - Parameters:
     ///   - insert: `INSERT INTO table(columns)`, without `VALUES`.

@@ -127,7 +127,8 @@ extension SQLiteTelemetryStore {
         let written = try write(plan.added, seenAt: plan.now)
         // A failed commit leaves `indexed` ahead of the database: the writer then drops this
         // store and opens a new one, which reads it again.
-        let outcome = try admit(plan, newSources: written.keys, newReleaseSources: written.releases)
+        let outcome = try admit(plan, newSources: written.keys, newReleaseSources: written.releases,
+                                newScreenSources: written.screens)
         try writeHourlyIngest(plan.hourlyIngest)
         try writeLedger(plan.ledgers)
         var result = CommitResult(stored: plan.stored, added: outcome.added, admitted: outcome.admitted)
@@ -144,7 +145,7 @@ extension SQLiteTelemetryStore {
     /// leave the index); an admitted key passes everything stored for it; the
     /// rest stay on disk. `last_seen` moves at most once a key a UTC day.
     func admit(_ plan: CommitPlan, newSources: [SeriesKey: (count: Int, trusted: Bool)],
-               newReleaseSources: [ReleaseKey: Set<SourceID>]) throws
+               newReleaseSources: [ReleaseKey: Set<SourceID>], newScreenSources: [ScreenVariantKey: Set<SourceID>]) throws
         -> (added: AggregateDelta, admitted: Int, evicted: [SeriesKey]) {
         let rules = admission()
         let (now, trusted) = (plan.now, plan.trustedKeys)
@@ -180,7 +181,7 @@ extension SQLiteTelemetryStore {
         for key in evicted { try statement(Self.evictKey).run(Self.keyValues(key)) }
         for key in newlyAdmitted { try statement(Self.admitKey).run([.int(now)] + Self.keyValues(key)) }
         let pass = passing.count == plan.addedKeys.count ? plan.addedKeys : Set(passing)
-        var delta = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources)
+        var delta = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources, newScreenSources: newScreenSources)
         for key in newlyAdmitted {
             delta.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
         }
@@ -188,10 +189,12 @@ extension SQLiteTelemetryStore {
     }
 
     /// What a commit's `write` took in: per key, the new distinct sources of `key_sources` (and
-    /// whether one is a trusted peer); per (key, release), the sources `release_sources` added.
+    /// whether one is a trusted peer); per (key, release) and (key, screen), the sources
+    /// `release_sources` and `screen_sources` added.
     struct WrittenSources {
         var keys: [SeriesKey: (count: Int, trusted: Bool)] = [:]
         var releases: [ReleaseKey: Set<SourceID>] = [:]
+        var screens: [ScreenVariantKey: Set<SourceID>] = [:]
     }
 
     /// Upserts every count of `delta`; `seenAt` (Unix seconds) is when its client networks reported
@@ -252,9 +255,12 @@ extension SQLiteTelemetryStore {
         try writeReleases(delta.releases)
         let newReleaseSources = try writeReleaseSources(delta.releaseSources, seenAt: seenAt)
         try boundReleases(of: Set(newReleaseSources.keys.map(\.series)))
+        try writeScreens(delta.screenCounts)
+        let newScreenSources = try writeScreenSources(delta.screenSources, seenAt: seenAt)
+        try boundScreens(of: Set(newScreenSources.keys.map(\.series)))
         try writeDayVotes(delta.dayVotes)
         try writeDaySources(delta.daySources)
-        return WrittenSources(keys: newSources, releases: newReleaseSources)
+        return WrittenSources(keys: newSources, releases: newReleaseSources, screens: newScreenSources)
     }
 
     /// Upserts a row for each entry of `entries`, its parameters appended by `row`, in

@@ -72,6 +72,18 @@ extension SQLiteTelemetryStore {
                     .insert(SourceID(UInt64(bitPattern: row.int(6))))
             }
         }
+        if try hasTable("screen_counts") {
+            try read("SELECT \(keyColumns), screen, height_bin, samples, votes FROM screen_counts") { row, key in
+                guard let screen = ScreenSize(row.text(5)) else { return }
+                delta.screenCounts[ScreenBin(series: key, screen: screen, halfPoints: HeightBin.halfPoints(row.double(6))),
+                                   default: .zero] += ReleaseCount(samples: row.int(7), votes: row.int(8))
+            }
+            try read("SELECT \(keyColumns), screen, source FROM screen_sources") { row, key in
+                guard let screen = ScreenSize(row.text(5)) else { return }
+                delta.screenSources[ScreenVariantKey(series: key, screen: screen), default: []]
+                    .insert(SourceID(UInt64(bitPattern: row.int(6))))
+            }
+        }
         if try hasTable("day_votes") {
             try read("SELECT \(keyColumns), day, height_bin, votes FROM day_votes") { row, key in
                 delta.dayVotes[DayVoteBin(series: key, day: Int(row.int(5)), halfPoints: HeightBin.halfPoints(row.double(6))),

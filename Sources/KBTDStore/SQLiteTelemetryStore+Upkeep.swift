@@ -28,7 +28,8 @@ extension SQLiteTelemetryStore {
                 if let key = Self.series(row) { doomed.append(key) }
             }
             for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                          "key_sources", "release_counts", "release_sources", "day_votes", "day_sources", "keys"] {
+                          "key_sources", "release_counts", "release_sources", "screen_counts", "screen_sources", "day_votes",
+                          "day_sources", "keys"] {
                 let delete = try statement("DELETE FROM \(table) WHERE \(Self.oneKey)")
                 for key in doomed { try delete.run(Self.keyValues(key)) }
             }
@@ -50,6 +51,15 @@ extension SQLiteTelemetryStore {
                     AND k.os_major = release_sources.os_major AND k.language = release_sources.language
                     AND k.orientation = release_sources.orientation AND k.keyboard_type = release_sources.keyboard_type
                     AND k.source = release_sources.source AND COALESCE(k.seen_at, 0) >= ?1)
+                """).run([.int(cutoff)])
+            // A screen's network hash retires as a release's does.
+            try statement("""
+                UPDATE screen_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
+                WHERE source > 0 AND COALESCE(seen_at, 0) < ?1
+                AND NOT EXISTS (SELECT 1 FROM key_sources k WHERE k.model = screen_sources.model
+                    AND k.os_major = screen_sources.os_major AND k.language = screen_sources.language
+                    AND k.orientation = screen_sources.orientation AND k.keyboard_type = screen_sources.keyboard_type
+                    AND k.source = screen_sources.source AND COALESCE(k.seen_at, 0) >= ?1)
                 """).run([.int(cutoff)])
             // A day's network hash goes once its day is older than the cutoff (its count would
             // not survive retirement: a retired identifier is fresh on every row).

@@ -256,6 +256,37 @@ enum Schema {
                 JOIN key_sources s ON s.model = d.model AND s.os_major = d.os_major AND s.language = d.language
                     AND s.orientation = d.orientation AND s.keyboard_type = d.keyboard_type;
             """),
+        Migration(version: 13, name: "screen variants: docked samples, votes and sources per reported screen", sql: """
+            -- The docked height bins of each key again, per screen the device reported
+            -- (device.screen, portrait points like 320x693): a Display Zoom phone renders another
+            -- screen and has another keyboard height, answered from its own data where it has a
+            -- level's support. At most 4 screens per key, 8 sources per (key, screen); a network's
+            -- keyed hash retires as in release_sources. Counts from before this version have no
+            -- screen; they stay in height_counts and height_votes, as every count does.
+            CREATE TABLE screen_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                screen        TEXT NOT NULL,
+                height_bin    REAL NOT NULL,
+                samples       INTEGER NOT NULL,
+                votes         INTEGER NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, screen, height_bin)
+            ) WITHOUT ROWID;
+            CREATE TABLE screen_sources (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                screen        TEXT NOT NULL,
+                source        INTEGER NOT NULL,
+                seen_at       INTEGER,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, screen, source)
+            ) WITHOUT ROWID;
+            """),
     ]
 
     /// `PRAGMA application_id` of a kbtd database ("kbtd" in ASCII): tells

@@ -69,7 +69,8 @@ struct Decode: ParsableCommand {
             plan.settle(claimed: Set(plan.claims.map(\.batchID)))
             queued.removeAll(keepingCapacity: true)
             guard stage >= .index else { return }
-            index.apply(plan.indexDelta(passing: plan.added.seriesKeys, newReleaseSources: plan.added.releaseSources))
+            index.apply(plan.indexDelta(passing: plan.added.seriesKeys, newReleaseSources: plan.added.releaseSources,
+                                        newScreenSources: plan.added.screenSources))
         }
         let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
@@ -101,6 +102,7 @@ struct Decode: ParsableCommand {
                 }
                 var pending = PendingBatch(counted, receivedAt: Int64(now))
                 pending.delta.recordRelease(os: counted.device.os)
+                pending.delta.recordScreen(counted.device.screen)
                 pending.delta.recordDay(receivedAt: pending.receivedAt)
                 samples += pending.accepted
                 queued.append(pending)

@@ -44,11 +44,11 @@ struct StoreCoreTests {
         // Of the release sources, only those the commit stored first, of passing keys (the index counts them).
         let stored: [ReleaseKey: Set<SourceID>] = [ReleaseKey(series: admitted, minor: 2): [.trusted],
                                                    ReleaseKey(series: other, minor: 2): [.trusted]]
-        let delta = plan.indexDelta(passing: [admitted], newReleaseSources: stored)
+        let delta = plan.indexDelta(passing: [admitted], newReleaseSources: stored, newScreenSources: [:])
         #expect(delta.seriesKeys == [admitted])
         #expect(delta.screens == plan.added.screens && !delta.screens.isEmpty)
         #expect(delta.releaseSources == [ReleaseKey(series: admitted, minor: 2): [.trusted]])
-        #expect(plan.indexDelta(passing: [admitted], newReleaseSources: [:]).releaseSources.isEmpty)
+        #expect(plan.indexDelta(passing: [admitted], newReleaseSources: [:], newScreenSources: [:]).releaseSources.isEmpty)
     }
 
     @Test func aCommitWhoseKeysAllPassGivesTheIndexItsCountsWhole() throws {
@@ -64,10 +64,10 @@ struct StoreCoreTests {
         var expected = plan.added.filter { _ in true }
         expected.screens = plan.added.screens
         expected.releaseSources = stored
-        #expect(plan.indexDelta(passing: plan.addedKeys, newReleaseSources: stored) == expected)
+        #expect(plan.indexDelta(passing: plan.addedKeys, newReleaseSources: stored, newScreenSources: [:]) == expected)
         // One key fewer: its counts stay out, as before.
         let fewer = plan.addedKeys.subtracting([key])
-        let filtered = plan.indexDelta(passing: fewer, newReleaseSources: stored)
+        let filtered = plan.indexDelta(passing: fewer, newReleaseSources: stored, newScreenSources: [:])
         #expect(filtered.seriesKeys == fewer && filtered.releaseSources.isEmpty)
         #expect(filtered.heights == plan.added.heights.filter { fewer.contains($0.key.series) })
     }

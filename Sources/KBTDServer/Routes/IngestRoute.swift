@@ -86,6 +86,7 @@ struct IngestRoute: Sendable {
                                                      screen: batch.device.screen, now: now)
             }
             pending.delta.recordRelease(os: batch.device.os)
+            pending.delta.recordScreen(batch.device.screen)
             pending.delta.recordDay(receivedAt: pending.receivedAt)
             outcome = try await writer.submit(pending)
         } catch {

@@ -240,6 +240,10 @@ struct Keys: ParsableCommand {
     /// OS releases each key is reported on (26.1, 26.2, ...): every (key, release) is an entry of
     /// the index's release dimension, so the memory measured includes it.
     @Option var releases = 2
+    /// Every device reports its screen (`390x844`), so every key holds a screen entry; one model in
+    /// `zoomedEvery` also has Display Zoom phones (`320x693`, 17 pt lower), so its keys hold a second
+    /// one: the screen dimension's memory is in the figure (0: no zoomed phones).
+    @Option var zoomedEvery = 10
 
     func run() throws {
         var workload = Workload(seed: 3)
@@ -250,36 +254,41 @@ struct Keys: ParsableCommand {
         // model has tens to hundreds of (language, orientation, type) keys.
         let perBatch = 100
         let batchCount = (count + perBatch - 1) / perBatch
+        func zoomed(_ batch: Int) -> Bool { zoomedEvery > 0 && batch % zoomedEvery == 0 }
         for step in 0..<batchCount * max(1, releases) {
             let release = step / batchCount + 1
             let batch = step % batchCount
             let keys = min(perBatch, count - batch * perBatch)
-            let samples: [JSONOutput] = (0..<keys).map { i in
-                .object([("t", .double(now)), ("event", .string("show")), ("language", .string("l\(i)")),
-                         ("orientation", .string("portrait")), ("height", .double(336)),
-                         ("duration", .double(0.25)), ("curve", .int(7))])
+            for (screen, height) in [("390x844", 336.0)] + (zoomed(batch) ? [("320x693", 319.0)] : []) {
+                let samples: [JSONOutput] = (0..<keys).map { i in
+                    .object([("t", .double(now)), ("event", .string("show")), ("language", .string("l\(i)")),
+                             ("orientation", .string("portrait")), ("height", .double(height)),
+                             ("duration", .double(0.25)), ("curve", .int(7))])
+                }
+                let document = JSONOutput.object([
+                    ("batch_id", .string(workload.uuid())),
+                    ("device", .object([("model", .string("Bench\(batch)")), ("os", .string("26.\(release)")),
+                                        ("screen", .string(screen))])),
+                    ("samples", .array(samples)),
+                ])
+                let status = try connection.roundTrip(Workload.request(gzipBody: Workload.gzip(Array(document.serialized().utf8))))
+                guard status == 202 else { throw BenchError("filling keys: status \(status)") }
             }
-            let document = JSONOutput.object([
-                ("batch_id", .string(workload.uuid())),
-                ("device", .object([("model", .string("Bench\(batch)")), ("os", .string("26.\(release)"))])),
-                ("samples", .array(samples)),
-            ])
-            let status = try connection.roundTrip(Workload.request(gzipBody: Workload.gzip(Array(document.serialized().utf8))))
-            guard status == 202 else { throw BenchError("filling keys: status \(status)") }
         }
         Thread.sleep(forTimeInterval: 0.5)
         let rss = residentMiB(pid: pid) ?? .nan
         var times: [Double] = []
         for _ in 0..<queries {
-            let model = "Bench\(Int(workload.next() % UInt64(batchCount)))"
+            let batch = Int(workload.next() % UInt64(batchCount))
             let language = "l\(Int(workload.next() % UInt64(min(perBatch, count))))"
-            let request = Array("GET /v1/height?model=\(model)&language=\(language)&os=26.1 HTTP/1.1\r\nHost: bench\r\n\r\n".utf8)
+            let screen = zoomed(batch) && workload.next() % 2 == 0 ? "320x693" : "390x844"
+            let request = Array("GET /v1/height?model=Bench\(batch)&language=\(language)&os=26.1&screen=\(screen) HTTP/1.1\r\nHost: bench\r\n\r\n".utf8)
             let start = ContinuousClock.now
             _ = try connection.roundTrip(request)
             times.append((ContinuousClock.now - start) / .microseconds(1))
         }
         times.sort()
-        print(String(format: "keys: %d distinct keys on %d releases, daemon RSS %.1f MiB, GET /v1/height p50 %.0f µs, p99 %.0f µs (%d queries, one connection)",
-                     count, max(1, releases), rss, percentile(times, 0.5), percentile(times, 0.99), queries))
+        print(String(format: "keys: %d distinct keys on %d releases, zoomed phones on one model in %d, daemon RSS %.1f MiB, GET /v1/height p50 %.0f µs, p99 %.0f µs (%d queries, one connection)",
+                     count, max(1, releases), zoomedEvery, rss, percentile(times, 0.5), percentile(times, 0.99), queries))
     }
 }

@@ -49,7 +49,8 @@ extension HeightEstimator {
             for key in own.sorted() {
                 guard let estimate = ownEstimate(
                     HeightQuery(model: model, language: key.language, osMajor: osMajor, osMinor: osMinor,
-                                orientation: key.orientation, keyboardType: key.keyboardType), in: index) else { continue }
+                                orientation: key.orientation, keyboardType: key.keyboardType, screen: screen),
+                    in: index) else { continue }
                 if !list(key, estimate) { break }
             }
         } else if let screen {

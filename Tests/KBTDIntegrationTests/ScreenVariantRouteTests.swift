@@ -33,6 +33,16 @@ struct ScreenVariantRouteTests {
             #expect(try await Self.height(app, screen: "320x693") == (319, "model+os+language"))
             #expect(try await Self.height(app, screen: "390x844") == (336, "model+os+language"))
             #expect(try await Self.height(app, screen: nil) == (336, "model+os+language"))
+            // What the app fetches at launch, with its own screen.
+            for (screen, height) in [("320x693", 319.0), ("390x844", 336.0)] {
+                let all = try await app.get("/v1/heights?model=iPhone14,5&os=26.1&screen=\(screen)")
+                guard case .array(let estimates)? = all.json?["estimates"] else {
+                    Issue.record("no estimates: \(all.text)")
+                    continue
+                }
+                #expect(estimates.count == 1)
+                #expect(estimates.first?["height"]?.double == height, "\(screen): \(all.text)")
+            }
             await app.app.shutdown()
         }
         let reopened = try await InProcessApp.reopened(environment: Self.strangers, database: database)

@@ -54,24 +54,42 @@ extension HeightEstimator {
     /// Computes the index's release decisions ahead of the questions that need them: every
     /// keyboard on every release some key holds with support of its own, at most `budget` models' differences per
     /// call (decisions already made cost a lookup). True once every decision is made; the daemon
-    /// calls it under its index lock until then, letting go of the lock between calls.
+    /// calls it under its index lock until then, letting go of the lock between calls. Once a walk
+    /// made them all, later calls refresh only the decisions a change made stale (a commit's
+    /// keyboards and majors), and walk everything again only when the index counts a new keyboard
+    /// or a newly supported release (`HeightIndex.releaseDecisionsAdded`) or the settings changed.
     public func settleReleaseDecisions(in index: HeightIndex, budget: Int) -> Bool {
         guard chain.releaseAware else { return true }
         let budget = max(1, budget)
         let cache = index.releaseMoves
         let start = cache.differencesComputed, unfinished = cache.unfinished
+        let walk = ReleaseMoveCache.Walk(added: index.releaseDecisionsAdded, minSamples: settings.minSamples,
+                                         minSources: settings.minSources)
         var index = index
+        /// One decision within what is left of the budget; false once it is spent.
+        func settle(_ language: LanguageKey, _ major: Int, _ minor: Int) -> Bool {
+            let spent = cache.differencesComputed - start
+            guard spent < budget else { return false }
+            index.releaseWorkBudget = budget - spent
+            _ = releaseMoved(language, osMajor: major, minor: minor, in: index)
+            return true
+        }
+        if cache.hasWalked(walk) {
+            for key in cache.staleDecisions where key.minSamples == walk.minSamples && key.minSources == walk.minSources {
+                guard settle(key.language, key.osMajor, key.minor) else { return false }
+            }
+            return cache.unfinished == unfinished
+        }
         for (major, minors) in index.supportedReleaseHolders {
             for minor in minors.keys.sorted() {
                 for language in index.modelsByLanguage.keys {
-                    let spent = cache.differencesComputed - start
-                    guard spent < budget else { return false }
-                    index.releaseWorkBudget = budget - spent
-                    _ = releaseMoved(language, osMajor: major, minor: minor, in: index)
+                    guard settle(language, major, minor) else { return false }
                 }
             }
         }
-        return cache.unfinished == unfinished
+        guard cache.unfinished == unfinished else { return false }
+        cache.markWalked(walk)
+        return true
     }
 
     /// Whether releases have `min_sources` distinct sources of their own, or a trusted one

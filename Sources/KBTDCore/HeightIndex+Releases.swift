@@ -122,6 +122,7 @@ extension HeightIndex {
                 let before = countsAsSupported(releasePool[Int(position)].stats.support)
                 releasePool[Int(position)].stats.support.add(entry.sources)
                 if !before && countsAsSupported(releasePool[Int(position)].stats.support) {
+                    if supportedReleaseHolders[entry.major]?[key.minor] == nil { releaseDecisionsAdded += 1 }
                     supportedReleaseHolders[entry.major, default: [:]][key.minor, default: 0] += 1
                 }
             }
@@ -182,6 +183,7 @@ extension HeightIndex {
         guard minimum != releaseSupportMinimum else { return }
         releaseSupportMinimum = minimum
         supportedReleaseHolders = [:]
+        releaseDecisionsAdded += 1
         for (key, slot) in seriesSlots {
             let major = strings[os: key.os]
             forEachRelease(ofSlot: slot) { entry in

@@ -65,6 +65,10 @@ public struct HeightIndex: Sendable {
     public internal(set) var latestVoteDay: Int?
     /// The estimator's release decisions for this generation of the index (a new one on every change).
     public internal(set) var releaseMoves = ReleaseMoveCache()
+    /// Keyboards new to the index and releases newly supported, counted: each brings release
+    /// decisions no walk has made yet (`HeightEstimator.settleReleaseDecisions` walks them all
+    /// when this grew, and otherwise refreshes only the decisions a change made stale).
+    public internal(set) var releaseDecisionsAdded = 0
     /// At most this many models' differences one release decision computes per question
     /// (`ReleaseMoveCache.moved`'s budget): unbounded by default; the daemon bounds it so that no
     /// answer holds its index lock for a walk over every model of a keyboard.
@@ -130,9 +134,10 @@ public struct HeightIndex: Sendable {
             Self.merge(stats, into: &modelSlots, PackedLevelKey(model: model, language: PackedLevelKey.anyLanguage, kind: kind),
                        from: seriesSlot, slots: &slots)
             if stats.heights.total > 0 {
-                modelsByLanguage[LanguageKey(language: strings[language], orientation: series.orientation,
-                                             keyboardType: strings[PackedLevelKey.keyboardType(of: kind)]),
-                                 default: []].insert(strings[model])
+                let keyboard = LanguageKey(language: strings[language], orientation: series.orientation,
+                                           keyboardType: strings[PackedLevelKey.keyboardType(of: kind)])
+                if modelsByLanguage[keyboard] == nil { releaseDecisionsAdded += 1 }
+                modelsByLanguage[keyboard, default: []].insert(strings[model])
                 osMajors.insert(series.osMajor)
             }
         }

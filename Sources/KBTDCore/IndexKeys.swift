@@ -40,7 +40,7 @@ public struct LanguageKey: Hashable, Sendable {
 /// Every model, language and keyboard-type string the index holds, once each,
 /// numbered; and the OS majors, numbered the same way. Keys of the index are
 /// made of these numbers, so a million keys do not hold a million copies of
-/// "iPhone17,1". The SQLite writer's `IndexedKeys` holds its keys' strings the same way.
+/// "iPhone17,1". The stores' `IndexedKeys` holds its keys' strings the same way.
 public struct IndexStrings: Sendable {
     private var ids: [String: UInt32] = [:]
     private var strings: [String] = []

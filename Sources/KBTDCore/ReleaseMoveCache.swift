@@ -68,11 +68,25 @@ public final class ReleaseMoveCache: Sendable {
         }
     }
 
+    /// What a complete walk over every decision covered (`HeightEstimator.settleReleaseDecisions`):
+    /// the index's count of new keyboards and supported releases (`HeightIndex.releaseDecisionsAdded`)
+    /// and the settings the decisions were made with. While both stay, every decision exists and
+    /// only the stale ones need work.
+    struct Walk: Equatable {
+        var added: Int
+        var minSamples: Int64
+        var minSources: Int
+    }
+
     private struct State {
         var moves: [ReleaseMoveScope: [ReleaseMoveKey: Decision]] = [:]
+        /// Decisions with stale models: what a change touched, until brought up to date.
+        var stale: Set<ReleaseMoveKey> = []
+        var walked: Walk?
         var computed = 0
         var differencesComputed = 0
         var unfinished = 0
+        var lookups = 0
     }
 
     private let state: Mutex<State>
@@ -82,11 +96,14 @@ public final class ReleaseMoveCache: Sendable {
     /// A cache for the next generation: `old`'s decisions, with the models of `touched` stale in
     /// their scopes' decisions (per scope the decisions are shared until written).
     public init(keeping old: ReleaseMoveCache, except touched: [ReleaseMoveScope: Set<String>]) {
-        var moves = old.state.withLock { $0.moves }
+        var (moves, stale, walked) = old.state.withLock { ($0.moves, $0.stale, $0.walked) }
         for (scope, models) in touched where moves[scope] != nil {
-            for key in moves[scope]!.keys { moves[scope]![key]!.stale.formUnion(models) }
+            for key in moves[scope]!.keys {
+                moves[scope]![key]!.stale.formUnion(models)
+                stale.insert(key)
+            }
         }
-        state = Mutex(State(moves: moves))
+        state = Mutex(State(moves: moves, stale: stale, walked: walked))
     }
 
     /// The decision for `key`: cached, or brought up to date by computing `difference` for the
@@ -97,7 +114,10 @@ public final class ReleaseMoveCache: Sendable {
     public func moved(_ key: ReleaseMoveKey, budget: Int = .max, models: () -> [String], difference: (String) -> Int?,
                       decide: ([Int: Int]) -> Bool) -> Bool {
         let scope = ReleaseMoveScope(language: key.language, osMajor: key.osMajor)
-        let known = state.withLock { $0.moves[scope]?[key] }
+        let known = state.withLock { state in
+            state.lookups += 1
+            return state.moves[scope]?[key]
+        }
         if let known, known.stale.isEmpty { return known.moved }
         var decision = known ?? Decision(stale: Set(models()))
         var computed = 0
@@ -109,11 +129,30 @@ public final class ReleaseMoveCache: Sendable {
         let finished = decision.stale.isEmpty
         state.withLock {
             $0.moves[scope, default: [:]][key] = decision
-            if finished { $0.computed += 1 } else { $0.unfinished += 1 }
+            if finished {
+                $0.computed += 1
+                $0.stale.remove(key)
+            } else {
+                $0.unfinished += 1
+                $0.stale.insert(key)
+            }
             $0.differencesComputed += computed
         }
         return decision.moved
     }
+
+    /// The decisions a change made stale (or a budget left unfinished) since they were last made.
+    var staleDecisions: [ReleaseMoveKey] { state.withLock { Array($0.stale) } }
+
+    /// Whether a complete walk covered every decision `walk` stands for (nothing new since).
+    func hasWalked(_ walk: Walk) -> Bool { state.withLock { $0.walked == walk } }
+
+    /// Records a complete walk: every decision of `walk` is made.
+    func markWalked(_ walk: Walk) { state.withLock { $0.walked = walk } }
+
+    /// Decisions looked up (`moved` calls: by answers and by the settler) in this generation: what
+    /// settling after a change costs besides the differences, for tests.
+    public var lookups: Int { state.withLock { $0.lookups } }
 
     /// Calls of `moved` that reached their budget with models still pending: an answer computed
     /// meanwhile read a decision that was not final.

@@ -138,6 +138,8 @@ enum PostgresSQL {
     /// Remembers up to 8 sources per key: enough to tell one source from several.
     /// A source already remembered only has its last-seen time moved on; only a
     /// network's keyed hash has one (`seenAt`; trusted and retired rows never expire).
+    /// Returns each row written and whether it was inserted (`xmax = 0`: a row no update
+    /// locked), so the index counts the new sources as SQLite's does.
     static func insertKeySources(_ rows: [(SeriesKey, SourceID)], seenAt: Int64) -> PostgresQuery {
         var keys = KeyArrays(), sources: [Int] = [], seen: [Int] = []
         for (key, source) in rows {
@@ -154,6 +156,7 @@ enum PostgresSQL {
                    AND s.language = u.language AND s.orientation = u.orientation AND s.keyboard_type = u.keyboard_type
                    AND s.source <> u.source) < 8
             ON CONFLICT (\(keyColumns), source) DO UPDATE SET seen_at = GREATEST(key_sources.seen_at, excluded.seen_at)
+            RETURNING \(keyColumns), source, xmax = 0
             """
         return b.query(sql)
     }
@@ -241,6 +244,16 @@ enum PostgresSQL {
         return b.query(sql)
     }
 
+    /// Every admitted key with its support: last seen, distinct sources, trusted (as SQLite's `indexedSupport`).
+    static let indexedSupport: PostgresQuery = """
+        SELECT k.model, k.os_major, k.language, k.orientation, k.keyboard_type, k.last_seen,
+               COUNT(s.source)::bigint, bool_or(s.source = 0)
+        FROM keys k LEFT JOIN key_sources s ON s.model = k.model AND s.os_major = k.os_major AND s.language = k.language
+            AND s.orientation = k.orientation AND s.keyboard_type = k.keyboard_type
+        WHERE k.admitted_at IS NOT NULL
+        GROUP BY k.model, k.os_major, k.language, k.orientation, k.keyboard_type
+        """
+
     /// Distinct sources per key and whether a trusted peer is among them.
     static func countKeySources(_ keys: [SeriesKey]) -> PostgresQuery {
         var arrays = KeyArrays()
@@ -263,6 +276,18 @@ enum PostgresSQL {
             UPDATE keys SET last_seen = \(b(Int(now)))::bigint
             WHERE (\(keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(b))))
             AND last_seen / 86400 < \(b(Int(now / 86_400)))::bigint
+            """
+        return b.query(sql)
+    }
+
+    /// Marks keys a full index displaced as not admitted (their counts stay stored).
+    static func evictKeys(_ keys: [SeriesKey]) -> PostgresQuery {
+        var arrays = KeyArrays()
+        keys.forEach { arrays.append($0) }
+        let b = SQLBinds()
+        let sql = """
+            UPDATE keys SET admitted_at = NULL
+            WHERE (\(keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(b))))
             """
         return b.query(sql)
     }

@@ -11,50 +11,47 @@ extension PostgresTelemetryStore {
 
     struct CommitOutcome: Sendable {
         var result: CommitResult
-        var admitted: Set<UInt64>
+        /// The index's decisions, applied to `indexed` once the transaction committed.
+        var review: IndexedKeys.Review
+        var placement: IndexedKeys.Placement
+        /// Keys another node admitted, met by this commit, with their support.
+        var joined: [(SeriesKey, KeySupport)]
     }
 
     public func commit(_ batches: [PendingBatch]) async throws -> CommitResult {
-        let now = batches.map(\.receivedAt).max() ?? 0
-        if now / 86_400 != touchedDay {
-            touched = []
-            touchedDay = now / 86_400
-        }
-        var touch: [SeriesKey] = []
-        for batch in batches {
-            for key in batch.delta.seriesKeys where admittedKeys.contains(key.fingerprint) && !touched.contains(key.fingerprint) {
-                touch.append(key)
-            }
-        }
-        touch = Array(Set(touch)).sorted(by: SeriesKey.writeOrder)
-        let input = CommitInput(batches: batches, admitted: admittedKeys, rules: admission(), node: node, touch: touch)
-        let database = self.database, marks = self.marks
-        var attempt = 0
         let outcome: CommitOutcome
-        while true {
-            attempt += 1
-            do {
-                outcome = try await Self.commitTransaction(input, database: database, marks: marks)
-                break
-            } catch let failure as PostgresDatabase.Failure where failure.isRetryable && attempt < 5 {
-                database.logger.notice("commit retried after \(failure.description)")
-                continue
-            } catch {
-                throw PostgresDatabase.failure(error)
+        do {
+            // `input` shares `indexed`'s storage: it ends with this block, before `indexed` changes
+            // (else the changes below would copy every key).
+            let input = CommitInput(batches: batches, indexed: indexed, rules: admission(), node: node)
+            let database = self.database, marks = self.marks
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    outcome = try await Self.commitTransaction(input, database: database, marks: marks)
+                    break
+                } catch let failure as PostgresDatabase.Failure where failure.isRetryable && attempt < 5 {
+                    database.logger.notice("commit retried after \(failure.description)")
+                    continue
+                } catch {
+                    throw PostgresDatabase.failure(error)
+                }
             }
         }
-        admittedKeys.formUnion(outcome.admitted)
-        for key in touch { touched.insert(key.fingerprint) }
+        // Decided inside the transaction (a retry decides again), applied once it committed.
+        indexed.apply(outcome.review)
+        for (key, support) in outcome.joined { indexed.insert(key, support: support) }
+        indexed.apply(outcome.placement)
         return outcome.result
     }
 
     struct CommitInput: Sendable {
         var batches: [PendingBatch]
-        var admitted: Set<UInt64>
+        /// The writer's index of keys as the commit starts (read only: copying it is free).
+        var indexed: IndexedKeys
         var rules: IndexAdmission
         var node: String
-        /// Admitted keys whose `last_seen` moves today (key order).
-        var touch: [SeriesKey] = []
     }
 
     static func commitTransaction(_ input: CommitInput, database: PostgresDatabase, marks: CommitLogMarks) async throws -> CommitOutcome {
@@ -82,10 +79,10 @@ extension PostgresTelemetryStore {
     /// the other nodes catch up from.
     static func apply(_ plan: CommitPlan, input: CommitInput, marks: CommitLogMarks, connection: PostgresConnection,
                       logger: Logger) async throws -> CommitOutcome {
-        let newReleaseSources = try await write(plan.added, seenAt: plan.now, connection: connection, logger: logger)
-        if !input.touch.isEmpty { try await connection.query(PostgresSQL.touchKeys(input.touch, at: plan.now), logger: logger) }
-        let (indexed, admitted, newlyAdmitted) = try await admit(plan, input: input, newReleaseSources: newReleaseSources,
-                                                                 connection: connection, logger: logger)
+        let written = try await write(plan.added, seenAt: plan.now, connection: connection, logger: logger)
+        let admission = try await admit(plan, input: input, written: written, connection: connection, logger: logger)
+        let indexed = admission.0
+        var outcome = admission.1
         try await writeHourlyIngest(plan.hourlyIngest, connection: connection, logger: logger)
         let spent = plan.ledgers
         try await writeLedger(spent, connection: connection, logger: logger)
@@ -99,15 +96,25 @@ extension PostgresTelemetryStore {
                 marks.mark(Int64(id))
             }
         }
-        return CommitOutcome(result: .of(stored: plan.stored, added: indexed, admitted: newlyAdmitted), admitted: admitted)
+        outcome.result = .of(stored: plan.stored, added: indexed, admitted: outcome.placement.admitted.count)
+        outcome.result.evicted = outcome.placement.evicted
+        return outcome
+    }
+
+    /// What a commit's `write` took in: per key, the sources `key_sources` stored for the first time
+    /// (and whether one is a trusted peer); per (key, release), the sources `release_sources` added.
+    struct WrittenSources: Sendable {
+        var keys: [SeriesKey: (count: Int, trusted: Bool)] = [:]
+        var releases: [ReleaseKey: Set<SourceID>] = [:]
     }
 
     /// Upserts every count of `delta`, table by table, keys in `SeriesKey.writeOrder`; `seenAt`
-    /// (Unix seconds) is when its client networks reported their keys. Returns the release
-    /// sources stored for the first time (what the index counts, `CommitPlan.indexDelta`).
+    /// (Unix seconds) is when its client networks reported their keys. Returns the sources
+    /// stored for the first time (what the index counts: `IndexedKeys.review`, `CommitPlan.indexDelta`).
     @discardableResult
     static func write(_ delta: AggregateDelta, seenAt: Int64, connection: PostgresConnection,
-                      logger: Logger) async throws -> [ReleaseKey: Set<SourceID>] {
+                      logger: Logger) async throws -> WrittenSources {
+        var written = WrittenSources()
         func order<K>(_ rows: [(K, Int64)], _ series: (K) -> SeriesKey, _ tail: (K, K) -> Bool) -> [(K, Int64)] {
             rows.sorted { a, b in
                 let (sa, sb) = (series(a.0), series(b.0))
@@ -148,7 +155,13 @@ extension PostgresTelemetryStore {
             for key in delta.sources.keys.sorted(by: SeriesKey.writeOrder) {
                 for id in delta.sources[key]!.sorted() { rows.append((key, id)) }
             }
-            try await connection.query(PostgresSQL.insertKeySources(rows, seenAt: seenAt), logger: logger)
+            for try await (m, o, l, r, k, source, inserted) in try await connection.query(
+                PostgresSQL.insertKeySources(rows, seenAt: seenAt), logger: logger)
+                .decode((String, Int, String, String, String, Int, Bool).self) where inserted {
+                guard let key = series(m, o, l, r, k) else { continue }
+                written.keys[key, default: (0, false)].count += 1
+                if source == 0 { written.keys[key, default: (0, false)].trusted = true }
+            }
         }
         if !delta.screens.isEmpty {
             let rows = delta.screens.map { ($0.key, $0.value) }.sorted {
@@ -196,7 +209,8 @@ extension PostgresTelemetryStore {
             }
             try await connection.query(PostgresSQL.insertDaySources(rows), logger: logger)
         }
-        return added
+        written.releases = added
+        return written
     }
 
     /// Keeps at most `HeightIndex.maxReleasesPerKey` releases of each key in `keys` (those the
@@ -222,62 +236,74 @@ extension PostgresTelemetryStore {
         }
     }
 
-    /// Registers the commit's keys and decides which reach the index with the
-    /// SQLite store's rule (`IndexAdmission.confirms`, then `IndexedKeys.fill`:
-    /// the room left under `max_indexed_keys`, as this node knows the admitted
-    /// keys, filled strongest first; a full index displaces nothing here yet).
-    /// The registry rows are locked (key order) while the decision is made, so
-    /// two nodes never both admit a key (which would put its stored counts in
-    /// the indexes twice).
-    static func admit(_ plan: CommitPlan, input: CommitInput, newReleaseSources: [ReleaseKey: Set<SourceID>],
-                      connection: PostgresConnection, logger: Logger) async throws -> (AggregateDelta, Set<UInt64>, Int) {
-        let (now, trusted) = (plan.now, plan.trustedKeys)
-        var pass: Set<SeriesKey> = []
-        var unknown: [SeriesKey] = []
-        for key in plan.addedKeys {
-            if input.admitted.contains(key.fingerprint) { pass.insert(key) } else { unknown.append(key) }
+    /// Registers the commit's keys and writes what the index decides (`IndexedKeys.review`, then
+    /// `admit`), as the SQLite store does: admitted keys pass their counts and move `last_seen` on
+    /// a new UTC day; a key not admitted enters once confirmed, while the index has room or else in
+    /// place of the weakest indexed key it has more support than (marked not admitted, its counts
+    /// kept). The index is this node's (`indexed`), checked against the registry: every key of the
+    /// commit has its row locked (key order) while the decision is made, so two nodes never both
+    /// admit a key (which would put its stored counts in the indexes twice), a key another node
+    /// admitted joins this node's index with its counts passing, and a key another node displaced
+    /// leaves it (its counts no longer pass) and is a candidate again.
+    static func admit(_ plan: CommitPlan, input: CommitInput, written: WrittenSources,
+                      connection: PostgresConnection, logger: Logger) async throws -> (AggregateDelta, CommitOutcome) {
+        let now = plan.now
+        var review = input.indexed.review(plan.addedKeys, newSources: written.keys, trusted: plan.trustedKeys, now: now)
+        if !review.touched.isEmpty {
+            try await connection.query(PostgresSQL.touchKeys(review.touched.sorted(by: SeriesKey.writeOrder), at: now), logger: logger)
         }
-        unknown.sort(by: SeriesKey.writeOrder)
-        var admittedNow: Set<UInt64> = []
-        var newlyAdmitted: [SeriesKey] = []
-        if !unknown.isEmpty {
-            try await connection.query(PostgresSQL.registerKeys(unknown, firstSeen: now), logger: logger)
-            var waiting: [SeriesKey] = []
-            for try await row in try await connection.query(PostgresSQL.lockKeys(unknown), logger: logger) {
+        if !review.unindexed.isEmpty {
+            try await connection.query(PostgresSQL.registerKeys(review.unindexed.sorted(by: SeriesKey.writeOrder), firstSeen: now),
+                                       logger: logger)
+        }
+        var admittedNow: Set<SeriesKey> = []
+        if !plan.addedKeys.isEmpty {
+            for try await row in try await connection.query(PostgresSQL.lockKeys(plan.addedKeys.sorted(by: SeriesKey.writeOrder)),
+                                                            logger: logger) {
                 guard let key = try series(row) else { continue }
-                if try row.decode((String, Int, String, String, String, Bool).self).5 {
-                    // Another node admitted it: pass this commit's counts, as for a cached key.
-                    pass.insert(key)
-                    admittedNow.insert(key.fingerprint)
-                } else {
-                    waiting.append(key)
-                }
-            }
-            var sources: [SeriesKey: (count: Int, trusted: Bool)] = [:]
-            if !waiting.isEmpty {
-                for try await row in try await connection.query(PostgresSQL.countKeySources(waiting), logger: logger) {
-                    guard let key = try series(row) else { continue }
-                    let values = try row.decode((String, Int, String, String, String, Int, Bool?).self)
-                    sources[key] = (values.5, values.6 ?? false)
-                }
-            }
-            let day = now / 86_400
-            let candidates = waiting.compactMap { key -> (SeriesKey, KeySupport)? in
-                let known = sources[key] ?? (0, false)
-                let support = KeySupport(trusted: trusted.contains(key) || known.trusted, sources: known.count, lastSeenDay: day)
-                return input.rules.confirms(support) ? (key, support) : nil
-            }
-            newlyAdmitted = IndexedKeys.fill(candidates, indexed: input.admitted.count, capacity: input.rules.maxIndexedKeys)
-                .entering.map(\.0).sorted(by: SeriesKey.writeOrder)
-            if !newlyAdmitted.isEmpty {
-                try await connection.query(PostgresSQL.admitKeys(newlyAdmitted, at: now), logger: logger)
-                for key in newlyAdmitted { admittedNow.insert(key.fingerprint) }
+                if try row.decode((String, Int, String, String, String, Bool).self).5 { admittedNow.insert(key) }
             }
         }
-        var indexed = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources, newScreenSources: [:])
-        if !newlyAdmitted.isEmpty {
-            indexed.merge(try await readCounts(keys: newlyAdmitted, connection: connection, logger: logger))
+        // Where this node's index and the registry differ, another node moved the key.
+        let gone = review.passing.filter { !admittedNow.contains($0) }
+        let joining = review.unindexed.filter { admittedNow.contains($0) }
+        var stored: [SeriesKey: (sources: Int, trusted: Bool)] = [:]
+        let asked = (review.unindexed + gone).sorted(by: SeriesKey.writeOrder)
+        if !asked.isEmpty {
+            for try await row in try await connection.query(PostgresSQL.countKeySources(asked), logger: logger) {
+                guard let key = try series(row) else { continue }
+                let values = try row.decode((String, Int, String, String, String, Int, Bool?).self)
+                stored[key] = (values.5, values.6 ?? false)
+            }
         }
-        return (indexed, admittedNow, newlyAdmitted.count)
+        var joined: [(SeriesKey, KeySupport)] = []
+        for key in joining {
+            let held = stored[key] ?? (0, false)
+            joined.append((key, review.support(of: key, sources: held.sources, trusted: held.trusted)))
+        }
+        var view = input.indexed
+        if !gone.isEmpty || !joining.isEmpty {
+            // Rare (nodes moved the same keys): this copy of the index is the commit's own.
+            for key in gone { view.remove(key) }
+            for (key, support) in joined { view.insert(key, support: support) }
+            review.passing = review.passing.filter { admittedNow.contains($0) } + joining
+            review.unindexed = review.unindexed.filter { !admittedNow.contains($0) } + gone
+        }
+        var placement = view.admit(review, stored: stored, rules: input.rules)
+        if !placement.evicted.isEmpty {
+            try await connection.query(PostgresSQL.evictKeys(placement.evicted.sorted(by: SeriesKey.writeOrder)), logger: logger)
+        }
+        let admitted = placement.admitted.map(\.key).sorted(by: SeriesKey.writeOrder)
+        if !admitted.isEmpty {
+            try await connection.query(PostgresSQL.admitKeys(admitted, at: now), logger: logger)
+        }
+        var indexed = plan.indexDelta(passing: Set(review.passing), newReleaseSources: written.releases, newScreenSources: [:])
+        if !admitted.isEmpty {
+            indexed.merge(try await readCounts(keys: admitted, connection: connection, logger: logger))
+        }
+        // This node's in-memory index drops what another node displaced, with what this commit did.
+        placement.evicted = gone + placement.evicted
+        return (indexed, CommitOutcome(result: .of(stored: plan.stored, added: AggregateDelta(), admitted: 0),
+                                       review: review, placement: placement, joined: joined))
     }
 }

@@ -121,7 +121,7 @@ extension PostgresTelemetryStore {
                 """
             return try await Self.deleteKeys(selectedBy: b.query(sql), connection: connection, logger: database.logger)
         }
-        for key in doomed { admittedKeys.remove(key.fingerprint) }
+        for key in doomed { indexed.remove(key) }
         return doomed
     }
 

@@ -39,13 +39,11 @@ public final class PostgresTelemetryStore: TelemetryStore {
     let node: String
     let marks: CommitLogMarks
     let admission: @Sendable () -> IndexAdmission
-    /// Fingerprints of keys known to be admitted: a cache of `keys.admitted_at` (the owner;
-    /// the registry row decides under its lock), read at open and written once a commit
-    /// or pruning that wrote the column succeeded, by the writer's task (ARCHITECTURE.md).
-    var admittedKeys: Set<UInt64> = []
-    /// Admitted keys whose `last_seen` this node moved to `touchedDay` (one write a key a day).
-    var touched: Set<UInt64> = []
-    var touchedDay: Int64 = -1
+    /// Keys known to be admitted and their support: a cache of `keys.admitted_at` (the owner;
+    /// the registry row decides under its lock), read at open and written once a commit or
+    /// pruning that wrote the column succeeded, by the writer's task (ARCHITECTURE.md). Its
+    /// `IndexedKeys` decides admission and displacement as the SQLite store's does.
+    var indexed = IndexedKeys()
     /// The last UTC day (clock) whose upkeep pruned `day_votes` (two scans of the table: once a day).
     var dayVotesPrunedOn: Int64 = -1
 
@@ -68,12 +66,12 @@ public final class PostgresTelemetryStore: TelemetryStore {
             guard version <= PostgresSchema.latestVersion else { throw PostgresSchema.NewerSchema(version: version) }
         }
         guard forWriting else { return }
-        admittedKeys = try await database.withConnection { connection in
-            var keys: Set<UInt64> = []
-            let rows = try await connection.query(
-                "SELECT \(unescaped: PostgresSQL.keyColumns) FROM keys WHERE admitted_at IS NOT NULL", logger: database.logger)
-            for try await row in rows {
-                if let key = try Self.series(row) { keys.insert(key.fingerprint) }
+        indexed = try await database.withConnection { connection in
+            var keys = IndexedKeys()
+            for try await row in try await connection.query(PostgresSQL.indexedSupport, logger: database.logger) {
+                guard let key = try Self.series(row) else { continue }
+                let (_, _, _, _, _, lastSeen, sources, trusted) = try row.decode((String, Int, String, String, String, Int, Int, Bool?).self)
+                keys.load(key, sources: sources, trusted: trusted ?? false, lastSeen: Int64(lastSeen))
             }
             return keys
         }

@@ -125,8 +125,6 @@ extension SQLiteTelemetryStore {
     /// the keys' admission, the hours' ingest counts and the day's budgets.
     func apply(_ plan: CommitPlan) throws -> CommitResult {
         let written = try write(plan.added, seenAt: plan.now)
-        // A failed commit leaves `indexed` ahead of the database: the writer then drops this
-        // store and opens a new one, which reads it again.
         let outcome = try admit(plan, newSources: written.keys, newReleaseSources: written.releases,
                                 newScreenSources: written.screens)
         try writeHourlyIngest(plan.hourlyIngest)
@@ -136,56 +134,39 @@ extension SQLiteTelemetryStore {
         return result
     }
 
-    /// Registers the commit's keys and decides which reach the index: keys
-    /// already admitted pass their new counts; a key reported by a trusted
-    /// peer or by `minSources` networks is confirmed (`IndexAdmission.confirms`),
-    /// and enters the index while it has room, or else in place of the weakest
-    /// indexed key it has more support than (`IndexedKeys.place`; the displaced
-    /// key is marked not admitted, keeps its counts on disk, and is returned to
-    /// leave the index); an admitted key passes everything stored for it; the
-    /// rest stay on disk. `last_seen` moves at most once a key a UTC day.
+    /// Registers the commit's keys and writes what the index decides (`IndexedKeys.review`, then
+    /// `admit`): keys already admitted pass their new counts, and their `last_seen` moves on a new
+    /// UTC day; a key not admitted is registered, and enters once confirmed, while the index has
+    /// room or else in place of the weakest indexed key it has more support than (the displaced
+    /// key is marked not admitted, keeps its counts on disk, and is returned to leave the index);
+    /// an admitted key passes everything stored for it; the rest stay on disk.
     func admit(_ plan: CommitPlan, newSources: [SeriesKey: (count: Int, trusted: Bool)],
                newReleaseSources: [ReleaseKey: Set<SourceID>], newScreenSources: [ScreenVariantKey: Set<SourceID>]) throws
         -> (added: AggregateDelta, admitted: Int, evicted: [SeriesKey]) {
-        let rules = admission()
-        let (now, trusted) = (plan.now, plan.trustedKeys)
+        let now = plan.now
+        let review = indexed.review(plan.addedKeys, newSources: newSources, trusted: plan.trustedKeys, now: now)
+        for key in review.touched { try statement(Self.touchKey).run(key: key) { $0.int(now) } }
         let register = try statement(Self.registerKey)
-        let day = now / 86_400
-        // Trusted keys are some of the commit's keys: as many means all of them (no lookup a key).
-        let everyKeyTrusted = trusted.count == plan.addedKeys.count
-        // The keys already admitted, gathered as a set only when some key is not (else they are `addedKeys`).
-        var passing: [SeriesKey] = []
-        var candidates: [(SeriesKey, KeySupport)] = []
-        for key in plan.addedKeys {
-            let fingerprint = key.fingerprint
-            let new = newSources.isEmpty ? nil : newSources[key]
-            if let movedDay = indexed.report(fingerprint, newSources: new?.count ?? 0,
-                                             trusted: everyKeyTrusted || new?.trusted == true || trusted.contains(key), day: day) {
-                passing.append(key)
-                if movedDay { try statement(Self.touchKey).run(key: key) { $0.int(now) } }
-                continue
-            }
+        var stored: [SeriesKey: (sources: Int, trusted: Bool)] = [:]
+        for key in review.unindexed {
             try register.run(key: key) { $0.int(now) }
-            let values = Self.keyValues(key)
-            var sources: Int64 = 0
-            var hasTrusted = false
-            try statement(Self.countKeySources).forEachRow(values) { row in
-                sources = row.int(0)
-                hasTrusted = row.int(1) != 0
+            try statement(Self.countKeySources).forEachRow(Self.keyValues(key)) { row in
+                stored[key] = (Int(row.int(0)), row.int(1) != 0)
             }
-            let support = KeySupport(trusted: hasTrusted || trusted.contains(key), sources: Int(sources), lastSeenDay: day)
-            guard rules.confirms(support) else { continue }
-            candidates.append((key, support))
         }
-        let (newlyAdmitted, evicted) = indexed.place(candidates, capacity: rules.maxIndexedKeys)
-        for key in evicted { try statement(Self.evictKey).run(Self.keyValues(key)) }
-        for key in newlyAdmitted { try statement(Self.admitKey).run([.int(now)] + Self.keyValues(key)) }
-        let pass = passing.count == plan.addedKeys.count ? plan.addedKeys : Set(passing)
+        let placement = indexed.admit(review, stored: stored, rules: admission())
+        for key in placement.evicted { try statement(Self.evictKey).run(Self.keyValues(key)) }
+        for (key, _) in placement.admitted { try statement(Self.admitKey).run([.int(now)] + Self.keyValues(key)) }
+        // A failed commit leaves `indexed` ahead of the database: the writer then drops this
+        // store and opens a new one, which reads it again.
+        indexed.apply(review)
+        indexed.apply(placement)
+        let pass = review.passing.count == plan.addedKeys.count ? plan.addedKeys : Set(review.passing)
         var delta = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources, newScreenSources: newScreenSources)
-        for key in newlyAdmitted {
+        for (key, _) in placement.admitted {
             delta.merge(try readCounts(where: Self.oneKey, Self.keyValues(key)))
         }
-        return (delta, newlyAdmitted.count, evicted)
+        return (delta, placement.admitted.count, placement.evicted)
     }
 
     /// What a commit's `write` took in: per key, the new distinct sources of `key_sources` (and

@@ -94,7 +94,7 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, Defer
         }
         try statement(Self.indexedSupport).forEachRow { row in
             if let key = Self.series(row) {
-                indexed.insert(key, support: KeySupport(trusted: row.int(7) != 0, sources: Int(row.int(6)), lastSeenDay: row.int(5) / 86_400))
+                indexed.load(key, sources: Int(row.int(6)), trusted: row.int(7) != 0, lastSeen: row.int(5))
             }
         }
     }

@@ -49,20 +49,6 @@ public struct CommitResult: Sendable {
     public var evicted: [SeriesKey] = []
 }
 
-/// When a key joins the in-memory index (the rest stay on disk only).
-public struct IndexAdmission: Sendable, Equatable {
-    /// Distinct untrusted networks that must report a key (a trusted peer suffices alone).
-    public var minSources = 3
-    /// Most keys the index holds; past it a confirmed key enters only in place
-    /// of an indexed key with less support (`KeySupport`), else stays on disk.
-    public var maxIndexedKeys = 50_000
-
-    public init(minSources: Int = 3, maxIndexedKeys: Int = 50_000) {
-        self.minSources = minSources
-        self.maxIndexedKeys = maxIndexedKeys
-    }
-}
-
 /// Durable storage of aggregates and seen batch ids (SQLite, or PostgreSQL for
 /// several stateless nodes): what a `TelemetryReader` reads, and the writes.
 /// One writer uses an instance from one task at a time (the writer's, on its

@@ -81,6 +81,60 @@ import Testing
         #expect(index.releaseMoves.differencesComputed == computed)
     }
 
+    /// After a walk made every decision, a commit touching one model's keys makes the settler
+    /// refresh only the decisions of that model's keyboard and major (that model's difference in
+    /// each), not look up every keyboard on every release; a new keyboard makes it walk again.
+    @Test func theSettlerRefreshesOnlyWhatACommitMadeStale() throws {
+        var index = Self.fleet(budget: .max)
+        for (n, model) in Self.models.prefix(20).enumerated() {
+            for network in 0..<3 {
+                for os in ["26.1", "26.2"] {
+                    index.apply(ReleaseSourceTests.networkBatch(model: model, os: os, language: "en-US", height: 300, count: 10,
+                                                                network: 1_000 * n + network))
+                }
+            }
+        }
+        let estimator = HeightEstimator()
+        func settle() throws {
+            var calls = 0
+            while !estimator.settleReleaseDecisions(in: index, budget: 1_000) {
+                calls += 1
+                try #require(calls < 100)
+            }
+        }
+        try settle()
+        // Two keyboards (ja-JP, en-US) on two supported releases (26.1, 26.2): four decisions.
+        #expect(index.releaseMoves.computed == 4)
+        #expect(index.releaseMoves.differencesComputed == 2 * 200 + 2 * 20)
+
+        // One model's ja-JP on 26.2: its keyboard's two decisions on major 26 are stale, en-US's are not.
+        index.apply(ReleaseSourceTests.networkBatch(model: Self.models[3], os: "26.2", language: "ja-JP", height: 386, count: 5,
+                                                    network: 3_000))
+        try settle()
+        #expect(index.releaseMoves.lookups == 2, "the two stale decisions, not all four")
+        #expect(index.releaseMoves.computed == 2)
+        #expect(index.releaseMoves.differencesComputed == 2, "one model's difference in each")
+        // Nothing changed since: nothing to look up.
+        try settle()
+        #expect(index.releaseMoves.lookups == 2)
+
+        // A new keyboard brings decisions no walk made: the settler walks every one again.
+        index.apply(ReleaseSourceTests.networkBatch(model: Self.models[0], os: "26.1", language: "fr-FR", height: 390, count: 10,
+                                                    network: 5_000))
+        try settle()
+        #expect(index.releaseMoves.lookups == 3 * 2, "three keyboards on two releases")
+        #expect(index.releaseMoves.computed == 2, "only fr-FR's decisions are new")
+        // What the settler left is what a walk from scratch decides.
+        var walked = index
+        walked.releaseMoves = ReleaseMoveCache()
+        for model in Self.models.prefix(5) {
+            for (language, os) in [("ja-JP", "26.2"), ("en-US", "26.2"), ("fr-FR", "26.1")] {
+                let query = try ReleaseFleet.query(model, language, os)
+                #expect(estimator.estimate(query, in: index) == estimator.estimate(query, in: walked), "\(model) \(language) \(os)")
+            }
+        }
+    }
+
     /// One network spraying point releases on supported keys adds entries (bounded per key) but
     /// no release decision: a release no key supports moved nothing, so neither the settler nor
     /// an answer for a phone on a sprayed release computes a model's difference for it.

@@ -303,6 +303,20 @@ struct ReleaseDecisionSettlerTests {
         }
         #expect(app.app.heights.releaseDecisionWork.differences == settled.differences, "no answer computed a decision")
         #expect(app.app.heights.releaseDecisionWork.unfinished == settled.unfinished)
+
+        // A commit of one model's ja-JP on 26.2 makes two decisions stale (ja-JP on 26.1 and on
+        // 26.2): the settler refreshes those, that model's difference in each, and looks up no
+        // other keyboard's (en-US's two), with no question asked.
+        let samples = shows(5, height: ReleaseFleet.base(models[0]) + ReleaseFleet.candidateBar + 4, language: "ja-JP")
+        #expect(try await app.post(gzip(batchBody(model: models[0], os: "26.2", samples: samples)), encoding: "gzip").status == 202)
+        let refreshDeadline = clock.now + .seconds(20)
+        while app.app.heights.releaseDecisionWork.lookups < 2, clock.now < refreshDeadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let refreshed = app.app.heights.releaseDecisionWork
+        #expect(refreshed.lookups == 2, "the stale decisions only, not every keyboard on every release")
+        #expect(refreshed.differences == 2)
         await app.app.shutdown()
     }
 }

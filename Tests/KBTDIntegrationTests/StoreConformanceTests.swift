@@ -187,6 +187,96 @@ struct StoreConformanceTests {
         #expect(remaining == ["de-DE", "fr-FR"])
     }
 
+    /// A full index (4 keys) on every store: the same batches admit and displace the same keys
+    /// (the weakest by `KeySupport`, ties by fingerprint), a key's `last_seen` day and new sources
+    /// count into its support, and a reopened store loads the supports its commits built: the
+    /// next displacement is the same too.
+    @Test(arguments: StoreKind.available)
+    func aFullIndexDisplacesTheSameKeysOnEveryStore(kind: StoreKind) async throws {
+        let subject = try StoreUnderTest(kind)
+        let rules = IndexAdmission(minSources: 3, maxIndexedKeys: 4)
+        let day: Int64 = 86_400
+        func reports(_ model: String, networks: ClosedRange<Int>, on date: Int64) -> [PendingBatch] {
+            networks.map { pendingBatch("\(model)-\(date)-\($0)", receivedAt: date * day + 60, model: model,
+                                        source: SourceID(network: "10.\($0).0.1")) }
+        }
+        func indexed(_ store: any TelemetryStore) async throws -> Set<String> {
+            Set(try await store.loadIndexCounts().seriesKeys.map(\.model))
+        }
+        var store = try await subject.open(admission: rules)
+        // Five keys, each confirmed by 3 networks on day 10: equal supports, so the lowest fingerprint waits.
+        let junk = (0..<5).map { "Junk\($0),1" }
+        let first = try await store.commit(junk.flatMap { reports($0, networks: 1...3, on: 10) })
+        var keys: [String: SeriesKey] = [:]
+        try await store.forEachKey { keys[$0.model] = $0 }
+        let byFingerprint = junk.sorted { keys[$0]!.fingerprint < keys[$1]!.fingerprint }
+        let waiting = byFingerprint[0]
+        #expect(first.admitted == 4 && first.evicted.isEmpty)
+        #expect(try await indexed(store) == Set(byFingerprint[1...]))
+
+        // A trusted peer's key displaces the weakest indexed key: of equal supports, the lowest fingerprint.
+        let trusted = try await store.commit([pendingBatch("trusted", receivedAt: 11 * day, model: "Trusted1,1")])
+        #expect(trusted.admitted == 1 && trusted.evicted.map(\.model) == [byFingerprint[1]])
+
+        // The waiting key gains a fourth network: 4 sources beat 3, and it enters with every count stored for it.
+        let grown = try await store.commit(reports(waiting, networks: 4...4, on: 12))
+        #expect(grown.admitted == 1 && grown.evicted.map(\.model) == [byFingerprint[2]])
+        #expect(grown.added.heights.filter { $0.key.series.model == waiting }.values.reduce(0, +) == 4)
+
+        // A known network reports an indexed key on day 13: no new source, but its last-seen day moves,
+        // so a key confirmed on day 13 displaces the other day-10 key, not this one.
+        let (seen, idle) = (byFingerprint[3], byFingerprint[4])
+        let touched = try await store.commit(reports(seen, networks: 1...1, on: 13))
+        #expect(touched.admitted == 0 && touched.evicted.isEmpty)
+        let fresh = try await store.commit(reports("Fresh1,1", networks: 5...7, on: 13))
+        #expect(fresh.admitted == 1 && fresh.evicted.map(\.model) == [idle])
+        let expected: Set<String> = ["Trusted1,1", waiting, seen, "Fresh1,1"]
+        #expect(try await indexed(store) == expected)
+
+        // Reopened, the store loads the supports its commits built: `seen` and "Fresh1,1" tie
+        // (3 sources, day 13), so the lower fingerprint gives way to a key confirmed on day 14.
+        store = try await subject.open(admission: rules)
+        #expect(try await indexed(store) == expected)
+        try await store.forEachKey { keys[$0.model] = $0 }
+        let tied = [seen, "Fresh1,1"].sorted { keys[$0]!.fingerprint < keys[$1]!.fingerprint }
+        let later = try await store.commit(reports("Later1,1", networks: 5...7, on: 14))
+        #expect(later.admitted == 1 && later.evicted.map(\.model) == [tied[0]])
+        let final = expected.subtracting([tied[0]]).union(["Later1,1"])
+        #expect(try await indexed(store) == final)
+        #expect(try await indexed(subject.open(admission: rules)) == final)
+        // The displaced keys keep their counts on disk.
+        #expect(Set(try await store.loadCounts().seriesKeys.map(\.model)).isSuperset(of: junk))
+    }
+
+    /// Two PostgreSQL nodes on one database: a key one node displaced leaves the other node's index
+    /// at that node's next commit of it (the registry row says so), its counts stop passing, and it
+    /// competes again with the support the database holds; a key the first node admitted joins.
+    @Test(.enabled(if: TestPostgres.available))
+    func aKeyOneNodeDisplacedLeavesTheOtherNodesIndexAtItsNextCommit() async throws {
+        let subject = try StoreUnderTest(.postgresql)
+        let rules = IndexAdmission(minSources: 3, maxIndexedKeys: 2)
+        let day: Int64 = 86_400
+        func reports(_ model: String, networks: ClosedRange<Int>, id: String) -> [PendingBatch] {
+            networks.map { pendingBatch("\(model)-\(id)-\($0)", receivedAt: 10 * day, model: model, source: SourceID(network: "10.\($0).0.1")) }
+        }
+        let first = try await subject.open(admission: rules)
+        #expect(try await first.commit(reports("Key1,1", networks: 1...3, id: "a") + reports("Key2,1", networks: 1...3, id: "a")).admitted == 2)
+        let second = try await subject.open(admission: rules)
+        var keys: [String: SeriesKey] = [:]
+        try await first.forEachKey { keys[$0.model] = $0 }
+        let (weak, kept) = keys["Key1,1"]!.fingerprint < keys["Key2,1"]!.fingerprint ? ("Key1,1", "Key2,1") : ("Key2,1", "Key1,1")
+        let strong = try await first.commit(reports("Strong1,1", networks: 1...4, id: "a"))
+        #expect(strong.admitted == 1 && strong.evicted.map(\.model) == [weak])
+
+        // The second node meets the new key: admitted elsewhere, its counts pass.
+        let met = try await second.commit(reports("Strong1,1", networks: 1...1, id: "b"))
+        #expect(met.admitted == 0 && met.evicted.isEmpty && met.added.seriesKeys.map(\.model) == ["Strong1,1"])
+        // Then the displaced key: it leaves the second node's index, and ties the kept one, which stays.
+        let displaced = try await second.commit(reports(weak, networks: 1...1, id: "b"))
+        #expect(displaced.evicted.map(\.model) == [weak] && displaced.admitted == 0 && displaced.added.seriesKeys.isEmpty)
+        #expect(Set(try await second.loadIndexCounts().seriesKeys.map(\.model)) == [kept, "Strong1,1"])
+    }
+
     /// The same commits give the same counts, index and stats in both stores.
     @Test(.enabled(if: TestPostgres.available))
     func bothStoresHoldTheSameCountsForTheSameCommits() async throws {

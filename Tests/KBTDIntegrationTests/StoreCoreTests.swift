@@ -3,9 +3,9 @@ import KBTDCore
 @testable import KBTDStore
 import Testing
 
-/// The commit's decisions computed once (`CommitPlan`), the one room rule of
-/// the index (`IndexedKeys.fill`, `IndexAdmission.confirms`) and the migrator.
-@Suite("Store core: one commit plan, one admission rule, one migrator")
+/// The commit's decisions computed once (`CommitPlan`) and the migrator (the index's
+/// admission rule is KBTDCore's, `IndexAdmissionTests`).
+@Suite("Store core: one commit plan, one migrator")
 struct StoreCoreTests {
     @Test func aPlanClaimsEachIDOnceInIDOrderAndCountsOnlyNewBatches() {
         var plan = CommitPlan([pendingBatch("b", receivedAt: 7_300, heights: [336]),
@@ -81,26 +81,6 @@ struct StoreCoreTests {
         // A retry of the trusted batch adds nothing: no trusted keys either.
         plan.settle(claimed: ["u"])
         #expect(plan.trustedKeys.isEmpty && plan.addedKeys.map(\.model) == ["iPhone16,2"])
-    }
-
-    @Test func theRoomRuleFillsStrongestFirstAndNeverBelowZero() {
-        func key(_ model: String) -> SeriesKey {
-            SeriesKey(model: model, osMajor: 26, language: "en-US", orientation: .portrait, keyboardType: "default")
-        }
-        let candidates = [(key("iPhone1,1"), KeySupport(trusted: false, sources: 3, lastSeenDay: 10)),
-                          (key("iPhone9,9"), KeySupport(trusted: true, sources: 1, lastSeenDay: 10)),
-                          (key("iPhone5,5"), KeySupport(trusted: false, sources: 5, lastSeenDay: 10))]
-        let some = IndexedKeys.fill(candidates, indexed: 8, capacity: 10)
-        #expect(some.entering.map(\.0.model) == ["iPhone9,9", "iPhone5,5"])
-        #expect(some.waiting.map(\.0.model) == ["iPhone1,1"])
-        let over = IndexedKeys.fill(candidates, indexed: 12, capacity: 10)
-        #expect(over.entering.isEmpty && over.waiting.count == 3)
-        #expect(IndexedKeys.fill(candidates, indexed: 0, capacity: 10).entering.count == 3)
-
-        let rules = IndexAdmission(minSources: 3, maxIndexedKeys: 10)
-        #expect(rules.confirms(KeySupport(trusted: true, sources: 0, lastSeenDay: 0)))
-        #expect(rules.confirms(KeySupport(trusted: false, sources: 3, lastSeenDay: 0)))
-        #expect(!rules.confirms(KeySupport(trusted: false, sources: 2, lastSeenDay: 0)))
     }
 
     @Test func theMigratorNamesThePendingStepsAndRefusesANewerDatabase() throws {

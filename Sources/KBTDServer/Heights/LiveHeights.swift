@@ -110,9 +110,9 @@ final class LiveHeights: Sendable {
     }
 
     /// The release decisions' work in the current generation of the index: models' differences
-    /// computed, and holds that left a decision unfinished (`ReleaseMoveCache`).
-    var releaseDecisionWork: (differences: Int, unfinished: Int) {
-        model.withLock { ($0.index.releaseMoves.differencesComputed, $0.index.releaseMoves.unfinished) }
+    /// computed, holds that left a decision unfinished, and decisions looked up (`ReleaseMoveCache`).
+    var releaseDecisionWork: (differences: Int, unfinished: Int, lookups: Int) {
+        model.withLock { ($0.index.releaseMoves.differencesComputed, $0.index.releaseMoves.unfinished, $0.index.releaseMoves.lookups) }
     }
 
     /// Keys in the index.

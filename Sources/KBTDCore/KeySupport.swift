@@ -13,6 +13,13 @@ public struct KeySupport: Sendable, Comparable, CustomStringConvertible {
         self.lastSeenDay = lastSeenDay
     }
 
+    /// A key's support as a store holds it: its `key_sources` rows (`sources`, counted up to 8),
+    /// whether one is a trusted peer's, and `keys.last_seen` (Unix seconds). Every store builds
+    /// supports here, when it loads its index and when a commit reports a key not indexed.
+    public init(sources: Int, trusted: Bool, lastSeen: Int64) {
+        self.init(trusted: trusted, sources: min(8, max(0, sources)), lastSeenDay: lastSeen.dividedRoundingDown(by: 86_400))
+    }
+
     public static func < (a: KeySupport, b: KeySupport) -> Bool {
         if a.trusted != b.trusted { return !a.trusted }
         if a.sources != b.sources { return a.sources < b.sources }

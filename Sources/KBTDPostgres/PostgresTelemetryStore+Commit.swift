@@ -82,10 +82,10 @@ extension PostgresTelemetryStore {
     /// the other nodes catch up from.
     static func apply(_ plan: CommitPlan, input: CommitInput, marks: CommitLogMarks, connection: PostgresConnection,
                       logger: Logger) async throws -> CommitOutcome {
-        let newReleaseSources = try await write(plan.added, seenAt: plan.now, connection: connection, logger: logger)
+        let written = try await write(plan.added, seenAt: plan.now, connection: connection, logger: logger)
         if !input.touch.isEmpty { try await connection.query(PostgresSQL.touchKeys(input.touch, at: plan.now), logger: logger) }
-        let (indexed, admitted, newlyAdmitted) = try await admit(plan, input: input, newReleaseSources: newReleaseSources,
-                                                                 connection: connection, logger: logger)
+        let (indexed, admitted, newlyAdmitted) = try await admit(plan, input: input, newReleaseSources: written.releases,
+                                                                 newScreenSources: written.screens, connection: connection, logger: logger)
         try await writeHourlyIngest(plan.hourlyIngest, connection: connection, logger: logger)
         let spent = plan.ledgers
         try await writeLedger(spent, connection: connection, logger: logger)
@@ -103,11 +103,11 @@ extension PostgresTelemetryStore {
     }
 
     /// Upserts every count of `delta`, table by table, keys in `SeriesKey.writeOrder`; `seenAt`
-    /// (Unix seconds) is when its client networks reported their keys. Returns the release
-    /// sources stored for the first time (what the index counts, `CommitPlan.indexDelta`).
+    /// (Unix seconds) is when its client networks reported their keys. Returns the release and
+    /// screen sources stored for the first time (what the index counts, `CommitPlan.indexDelta`).
     @discardableResult
-    static func write(_ delta: AggregateDelta, seenAt: Int64, connection: PostgresConnection,
-                      logger: Logger) async throws -> [ReleaseKey: Set<SourceID>] {
+    static func write(_ delta: AggregateDelta, seenAt: Int64, connection: PostgresConnection, logger: Logger) async throws
+        -> (releases: [ReleaseKey: Set<SourceID>], screens: [ScreenVariantKey: Set<SourceID>]) {
         func order<K>(_ rows: [(K, Int64)], _ series: (K) -> SeriesKey, _ tail: (K, K) -> Bool) -> [(K, Int64)] {
             rows.sorted { a, b in
                 let (sa, sb) = (series(a.0), series(b.0))
@@ -156,31 +156,8 @@ extension PostgresTelemetryStore {
             }
             try await connection.query(PostgresSQL.upsertModelScreens(rows), logger: logger)
         }
-        if !delta.releases.isEmpty {
-            try await connection.query(PostgresSQL.upsertReleaseCounts(delta.releases.sorted { $0.key < $1.key }), logger: logger)
-        }
-        var added: [ReleaseKey: Set<SourceID>] = [:]
-        if !delta.releaseSources.isEmpty {
-            var rows: [(ReleaseKey, SourceID)] = []
-            for (release, ids) in delta.releaseSources {
-                for id in ids { rows.append((release, id)) }
-            }
-            // The writers' lock order (keys in `writeOrder`), then release and source.
-            rows.sort { a, b in
-                if a.0.series != b.0.series { return SeriesKey.writeOrder(a.0.series, b.0.series) }
-                return (a.0.minor, a.1) < (b.0.minor, b.1)
-            }
-            for try await (m, o, l, r, k, minor, source) in try await connection.query(
-                PostgresSQL.insertReleaseSources(rows, seenAt: seenAt), logger: logger)
-                .decode((String, Int, String, String, String, Int, Int).self) {
-                guard let key = series(m, o, l, r, k) else { continue }
-                added[ReleaseKey(series: key, minor: minor), default: []].insert(SourceID(UInt64(bitPattern: Int64(source))))
-            }
-        }
-        if !added.isEmpty {
-            try await boundReleases(of: Set(added.keys.map(\.series)).sorted(by: SeriesKey.writeOrder),
-                                    connection: connection, logger: logger)
-        }
+        let releases = try await writeVariants(PostgresSQL.releases, of: delta, seenAt: seenAt, connection: connection, logger: logger)
+        let screens = try await writeVariants(PostgresSQL.screens, of: delta, seenAt: seenAt, connection: connection, logger: logger)
         if !delta.dayVotes.isEmpty {
             try await connection.query(PostgresSQL.upsertDayVotes(delta.dayVotes.sorted { $0.key < $1.key }), logger: logger)
         }
@@ -196,30 +173,7 @@ extension PostgresTelemetryStore {
             }
             try await connection.query(PostgresSQL.insertDaySources(rows), logger: logger)
         }
-        return added
-    }
-
-    /// Keeps at most `HeightIndex.maxReleasesPerKey` releases of each key in `keys` (those the
-    /// commit gave a release source new to them: a release new to its key always brings one),
-    /// dropping the weakest ones' rows by the index's rule (`HeightIndex.releasesToDrop`), as
-    /// the SQLite store does (`boundReleases`).
-    static func boundReleases(of keys: [SeriesKey], connection: PostgresConnection, logger: Logger) async throws {
-        var held: [SeriesKey: [ReleaseStanding]] = [:]
-        for try await (m, o, l, r, k, minor, samples, sources, trusted) in try await connection.query(
-            PostgresSQL.releaseStandings(keys, limit: HeightIndex.maxReleasesPerKey), logger: logger)
-            .decode((String, Int, String, String, String, Int, Int, Int, Bool?).self) {
-            guard let key = series(m, o, l, r, k) else { continue }
-            held[key, default: []].append(ReleaseStanding(minor: minor, support: ReleaseSupport(sources: sources, trusted: trusted ?? false),
-                                                          samples: Int64(samples)))
-        }
-        var dropped: [ReleaseKey] = []
-        for key in held.keys.sorted(by: SeriesKey.writeOrder) {
-            for minor in HeightIndex.releasesToDrop(held[key]!).sorted() { dropped.append(ReleaseKey(series: key, minor: minor)) }
-        }
-        guard !dropped.isEmpty else { return }
-        for table in ["release_counts", "release_sources"] {
-            try await connection.query(PostgresSQL.dropReleases(dropped, table: table), logger: logger)
-        }
+        return (releases, screens)
     }
 
     /// Registers the commit's keys and decides which reach the index with the
@@ -230,7 +184,8 @@ extension PostgresTelemetryStore {
     /// two nodes never both admit a key (which would put its stored counts in
     /// the indexes twice).
     static func admit(_ plan: CommitPlan, input: CommitInput, newReleaseSources: [ReleaseKey: Set<SourceID>],
-                      connection: PostgresConnection, logger: Logger) async throws -> (AggregateDelta, Set<UInt64>, Int) {
+                      newScreenSources: [ScreenVariantKey: Set<SourceID>], connection: PostgresConnection,
+                      logger: Logger) async throws -> (AggregateDelta, Set<UInt64>, Int) {
         let (now, trusted) = (plan.now, plan.trustedKeys)
         var pass: Set<SeriesKey> = []
         var unknown: [SeriesKey] = []
@@ -274,7 +229,7 @@ extension PostgresTelemetryStore {
                 for key in newlyAdmitted { admittedNow.insert(key.fingerprint) }
             }
         }
-        var indexed = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources, newScreenSources: [:])
+        var indexed = plan.indexDelta(passing: pass, newReleaseSources: newReleaseSources, newScreenSources: newScreenSources)
         if !newlyAdmitted.isEmpty {
             indexed.merge(try await readCounts(keys: newlyAdmitted, connection: connection, logger: logger))
         }

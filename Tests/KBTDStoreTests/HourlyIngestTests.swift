@@ -43,11 +43,11 @@ struct HourlyIngestTests {
         }
         // Back to the schema before the hourly step (version 5): no table of it or after it, no record of them
         // (6: key_sources.seen_at; 7: the ledger; 8: keys.last_seen; 9: release_counts; 10: day_votes;
-        // 11: release_sources; 12: day_sources).
+        // 11: release_sources; 12: day_sources; 13: screen_counts, screen_sources).
         #expect(try sqlite3(path, """
             DROP TABLE hourly_ingest; ALTER TABLE key_sources DROP COLUMN seen_at; DROP TABLE vote_ledger; DROP TABLE key_quota;
             DROP INDEX keys_by_last_seen; ALTER TABLE keys DROP COLUMN last_seen; DROP TABLE release_counts; DROP TABLE day_votes;
-            DROP TABLE release_sources; DROP TABLE day_sources;
+            DROP TABLE release_sources; DROP TABLE day_sources; DROP TABLE screen_counts; DROP TABLE screen_sources;
             DELETE FROM schema_migrations WHERE version >= 5;
             """) == 0)
         #expect(try SQLiteTelemetryStore(path: path, access: .readOnly).hourlyIngest(since: 0).isEmpty, "read-only: not migrated")

@@ -7,6 +7,7 @@ import PostgresNIO
 /// (`os_minor`, `screen`).
 protocol KeyVariant: Hashable, Sendable, Comparable {
     associatedtype Column: PostgresArrayEncodable & PostgresNonThrowingEncodable & PostgresDecodable & Sendable
+    associatedtype Bin: VariantBin where Bin.Variant == Self
     var series: SeriesKey { get }
     var column: Column { get }
     /// Nil where the stored value is not one this kbtd reads.
@@ -15,7 +16,6 @@ protocol KeyVariant: Hashable, Sendable, Comparable {
     static var maxPerKey: Int { get }
     /// The variants of one key to drop, by the index's own rule (`HeightIndex.releasesToDrop`, `screensToDrop`).
     static func toDrop(_ held: [VariantStanding<Self>]) -> [Self]
-    associatedtype Bin: VariantBin where Bin.Variant == Self
     /// Where a delta holds this kind's docked samples and votes per bin (`releases`, `screenCounts`).
     static var bins: WritableKeyPath<AggregateDelta, [Bin: ReleaseCount]> { get }
     /// Where a delta holds this kind's sources (`releaseSources`, `screenSources`).
@@ -40,6 +40,7 @@ struct VariantStanding<Key: KeyVariant> {
 /// The two tables of one kind of variant (`release_counts` and `release_sources`, `screen_counts`
 /// and `screen_sources`) and the column naming the variant: one set of statements for every kind.
 struct KeyVariantTables<Key: KeyVariant>: Sendable {
+    /// The tables' names.
     var counts: String
     var sources: String
     /// The variant's column and its PostgreSQL type (`os_minor`, `int`).

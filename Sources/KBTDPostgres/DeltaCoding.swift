@@ -31,6 +31,13 @@ enum DeltaCoding {
         for (k, ids) in delta.daySources {
             for id in ids { lines.append("n|\(key(k.series))|\(k.day)|\(id.value)") }
         }
+        // Per reported screen (schema v13): `z` counts, `w` sources; an older kbtd skips both.
+        for (k, count) in delta.screenCounts {
+            lines.append("z|\(key(k.series))|\(k.screen.description)|\(k.halfPoints)|\(count.samples)|\(count.votes)")
+        }
+        for (k, ids) in delta.screenSources {
+            for id in ids { lines.append("w|\(key(k.series))|\(k.screen.description)|\(id.value)") }
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -78,6 +85,13 @@ enum DeltaCoding {
             case ("n", 8):
                 guard let day = Int(f[6]), let id = UInt64(f[7]) else { continue }
                 delta.daySources[DayKey(series: series, day: day), default: []].insert(SourceID(id))
+            case ("z", 10):
+                guard let screen = ScreenSize(f[6]), let half = Int(f[7]), let samples = Int64(f[8]), let votes = Int64(f[9]) else { continue }
+                delta.screenCounts[ScreenBin(series: series, screen: screen, halfPoints: half), default: .zero]
+                    += ReleaseCount(samples: samples, votes: votes)
+            case ("w", 8):
+                guard let screen = ScreenSize(f[6]), let id = UInt64(f[7]) else { continue }
+                delta.screenSources[ScreenVariantKey(series: series, screen: screen), default: []].insert(SourceID(id))
             case ("k", 7):
                 guard let id = UInt64(f[6]) else { continue }
                 delta.sources[series, default: []].insert(SourceID(id))

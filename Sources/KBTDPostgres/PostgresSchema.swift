@@ -318,6 +318,37 @@ public enum PostgresSchema {
                     AND s.orientation = d.orientation AND s.keyboard_type = d.keyboard_type
             """,
         ]),
+        Migration(version: 13, name: "screen variants: docked samples, votes and sources per reported screen", sql: [
+            // As SQLite's step 13: the docked bins of each key again per reported screen (Display Zoom),
+            // and up to 8 sources per (key, screen). Counts from before this version have no screen.
+            """
+            CREATE TABLE screen_counts (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                screen        TEXT NOT NULL,
+                height_bin    DOUBLE PRECISION NOT NULL,
+                samples       BIGINT NOT NULL,
+                votes         BIGINT NOT NULL,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, screen, height_bin)
+            )
+            """,
+            """
+            CREATE TABLE screen_sources (
+                model         TEXT NOT NULL,
+                os_major      INTEGER NOT NULL,
+                language      TEXT NOT NULL,
+                orientation   TEXT NOT NULL,
+                keyboard_type TEXT NOT NULL,
+                screen        TEXT NOT NULL,
+                source        BIGINT NOT NULL,
+                seen_at       BIGINT,
+                PRIMARY KEY (model, os_major, language, orientation, keyboard_type, screen, source)
+            )
+            """,
+        ]),
     ]
 
     static let migrator = SchemaMigrator(migrations)

@@ -106,6 +106,7 @@ extension PostgresTelemetryStore {
     struct WrittenSources: Sendable {
         var keys: [SeriesKey: (count: Int, trusted: Bool)] = [:]
         var releases: [ReleaseKey: Set<SourceID>] = [:]
+        var screens: [ScreenVariantKey: Set<SourceID>] = [:]
     }
 
     /// Upserts every count of `delta`, table by table, keys in `SeriesKey.writeOrder`; `seenAt`
@@ -169,31 +170,8 @@ extension PostgresTelemetryStore {
             }
             try await connection.query(PostgresSQL.upsertModelScreens(rows), logger: logger)
         }
-        if !delta.releases.isEmpty {
-            try await connection.query(PostgresSQL.upsertReleaseCounts(delta.releases.sorted { $0.key < $1.key }), logger: logger)
-        }
-        var added: [ReleaseKey: Set<SourceID>] = [:]
-        if !delta.releaseSources.isEmpty {
-            var rows: [(ReleaseKey, SourceID)] = []
-            for (release, ids) in delta.releaseSources {
-                for id in ids { rows.append((release, id)) }
-            }
-            // The writers' lock order (keys in `writeOrder`), then release and source.
-            rows.sort { a, b in
-                if a.0.series != b.0.series { return SeriesKey.writeOrder(a.0.series, b.0.series) }
-                return (a.0.minor, a.1) < (b.0.minor, b.1)
-            }
-            for try await (m, o, l, r, k, minor, source) in try await connection.query(
-                PostgresSQL.insertReleaseSources(rows, seenAt: seenAt), logger: logger)
-                .decode((String, Int, String, String, String, Int, Int).self) {
-                guard let key = series(m, o, l, r, k) else { continue }
-                added[ReleaseKey(series: key, minor: minor), default: []].insert(SourceID(UInt64(bitPattern: Int64(source))))
-            }
-        }
-        if !added.isEmpty {
-            try await boundReleases(of: Set(added.keys.map(\.series)).sorted(by: SeriesKey.writeOrder),
-                                    connection: connection, logger: logger)
-        }
+        written.releases = try await writeVariants(PostgresSQL.releases, of: delta, seenAt: seenAt, connection: connection, logger: logger)
+        written.screens = try await writeVariants(PostgresSQL.screens, of: delta, seenAt: seenAt, connection: connection, logger: logger)
         if !delta.dayVotes.isEmpty {
             try await connection.query(PostgresSQL.upsertDayVotes(delta.dayVotes.sorted { $0.key < $1.key }), logger: logger)
         }
@@ -209,31 +187,7 @@ extension PostgresTelemetryStore {
             }
             try await connection.query(PostgresSQL.insertDaySources(rows), logger: logger)
         }
-        written.releases = added
         return written
-    }
-
-    /// Keeps at most `HeightIndex.maxReleasesPerKey` releases of each key in `keys` (those the
-    /// commit gave a release source new to them: a release new to its key always brings one),
-    /// dropping the weakest ones' rows by the index's rule (`HeightIndex.releasesToDrop`), as
-    /// the SQLite store does (`boundReleases`).
-    static func boundReleases(of keys: [SeriesKey], connection: PostgresConnection, logger: Logger) async throws {
-        var held: [SeriesKey: [ReleaseStanding]] = [:]
-        for try await (m, o, l, r, k, minor, samples, sources, trusted) in try await connection.query(
-            PostgresSQL.releaseStandings(keys, limit: HeightIndex.maxReleasesPerKey), logger: logger)
-            .decode((String, Int, String, String, String, Int, Int, Int, Bool?).self) {
-            guard let key = series(m, o, l, r, k) else { continue }
-            held[key, default: []].append(ReleaseStanding(minor: minor, support: ReleaseSupport(sources: sources, trusted: trusted ?? false),
-                                                          samples: Int64(samples)))
-        }
-        var dropped: [ReleaseKey] = []
-        for key in held.keys.sorted(by: SeriesKey.writeOrder) {
-            for minor in HeightIndex.releasesToDrop(held[key]!).sorted() { dropped.append(ReleaseKey(series: key, minor: minor)) }
-        }
-        guard !dropped.isEmpty else { return }
-        for table in ["release_counts", "release_sources"] {
-            try await connection.query(PostgresSQL.dropReleases(dropped, table: table), logger: logger)
-        }
     }
 
     /// Registers the commit's keys and writes what the index decides (`IndexedKeys.review`, then
@@ -297,7 +251,7 @@ extension PostgresTelemetryStore {
         if !admitted.isEmpty {
             try await connection.query(PostgresSQL.admitKeys(admitted, at: now), logger: logger)
         }
-        var indexed = plan.indexDelta(passing: Set(review.passing), newReleaseSources: written.releases, newScreenSources: [:])
+        var indexed = plan.indexDelta(passing: Set(review.passing), newReleaseSources: written.releases, newScreenSources: written.screens)
         if !admitted.isEmpty {
             indexed.merge(try await readCounts(keys: admitted, connection: connection, logger: logger))
         }

@@ -15,7 +15,7 @@ extension PostgresTelemetryStore {
         var screens: Bool
     }
 
-    /// Reads the six per-key count tables (and screens) under `filter` on one connection.
+    /// Reads the per-key count tables (and the per-model screens) under `filter` on one connection.
     static func readCounts(_ filter: KeyFilter, connection: PostgresConnection, logger: Logger) async throws -> AggregateDelta {
         var delta = AggregateDelta()
         let columns = PostgresSQL.keyColumns
@@ -57,18 +57,8 @@ extension PostgresTelemetryStore {
             guard let key = series(m, o, l, r, k) else { continue }
             delta.sources[key, default: []].insert(SourceID(UInt64(bitPattern: Int64(source))))
         }
-        for try await (m, o, l, r, k, minor, bin, samples, votes) in try await rows(
-            "SELECT \(columns), os_minor, height_bin, samples, votes FROM release_counts")
-            .decode((String, Int, String, String, String, Int, Double, Int, Int).self) {
-            guard let key = series(m, o, l, r, k) else { continue }
-            delta.releases[ReleaseBin(series: key, minor: minor, halfPoints: HeightBin.halfPoints(bin)), default: .zero]
-                += ReleaseCount(samples: Int64(samples), votes: Int64(votes))
-        }
-        for try await (m, o, l, r, k, minor, source) in try await rows("SELECT \(columns), os_minor, source FROM release_sources")
-            .decode((String, Int, String, String, String, Int, Int).self) {
-            guard let key = series(m, o, l, r, k) else { continue }
-            delta.releaseSources[ReleaseKey(series: key, minor: minor), default: []].insert(SourceID(UInt64(bitPattern: Int64(source))))
-        }
+        try await readVariants(PostgresSQL.releases, into: &delta, rows)
+        try await readVariants(PostgresSQL.screens, into: &delta, rows)
         for try await (m, o, l, r, k, day, bin, votes) in try await rows("SELECT \(columns), day, height_bin, votes FROM day_votes")
             .decode((String, Int, String, String, String, Int, Double, Int).self) {
             guard let key = series(m, o, l, r, k) else { continue }

@@ -37,7 +37,8 @@ extension PostgresTelemetryStore {
         var arrays = KeyArrays()
         doomed.forEach { arrays.append($0) }
         for table in ["height_counts", "animation_counts", "cold_start_counts", "safe_area_counts", "height_votes",
-                      "key_sources", "release_counts", "release_sources", "day_votes", "day_sources", "keys"] {
+                      "key_sources", "release_counts", "release_sources", "screen_counts", "screen_sources", "day_votes",
+                      "day_sources", "keys"] {
             let d = SQLBinds()
             try await connection.query(d.query("""
                 DELETE FROM \(table) WHERE (\(PostgresSQL.keyColumns)) IN (SELECT * FROM unnest(\(arrays.unnestArguments(d))))
@@ -48,16 +49,18 @@ extension PostgresTelemetryStore {
 
     /// In slices of 5,000 rows, skipping rows a commit holds (never waiting on one, so never
     /// deadlocking with a node's commit): a skipped row retires at the next pass.
-    /// A release's network hash (`release_sources`) retires with its key's, and where the key keeps
-    /// 8 other sources by its own first `seen_at`, as the SQLite store does; the count returned is the keys'.
+    /// A release's or screen's network hash (`release_sources`, `screen_sources`) retires with its
+    /// key's, and where the key keeps 8 other sources by its own first `seen_at`, as the SQLite
+    /// store does; the count returned is the keys'.
     public func retireSources(seenBefore cutoff: Int64) async throws -> Int {
         let keyHeld = """
             AND NOT EXISTS (SELECT 1 FROM key_sources s WHERE s.model = r.model AND s.os_major = r.os_major
                 AND s.language = r.language AND s.orientation = r.orientation AND s.keyboard_type = r.keyboard_type
                 AND s.source = r.source AND COALESCE(s.seen_at, 0) >= r.cutoff)
             """
-        _ = try await retireSources(in: "release_sources", keyColumns: PostgresSQL.keyColumns + ", os_minor", seenBefore: cutoff,
-                                    condition: keyHeld)
+        for (table, column) in [("release_sources", "os_minor"), ("screen_sources", "screen")] {
+            _ = try await retireSources(in: table, keyColumns: PostgresSQL.keyColumns + ", " + column, seenBefore: cutoff, condition: keyHeld)
+        }
         // A day's network hash goes once its day is older than the cutoff (a retired identifier
         // is fresh on every row, so it would count one network once per day).
         let database = self.database

@@ -65,7 +65,7 @@ public protocol TelemetryStore: TelemetryReader {
     /// Retires the client networks' keyed hashes last seen before `cutoff` (Unix
     /// seconds): each becomes a random identifier, so its key keeps its count of
     /// sources while nothing derived from an address stays; returns how many of the keys'
-    /// (`key_sources`; the releases' `release_sources` retire by the same rule).
+    /// (`key_sources`; the releases' `release_sources` and the screens' `screen_sources` retire by the same rule).
     func retireSources(seenBefore cutoff: Int64) async throws -> Int
     /// Deletes keys without trusted data that no commit reported since
     /// `cutoff` (`last_seen`, Unix seconds), admitted or not, with all their

@@ -310,6 +310,9 @@ struct PostgresNodeTests {
             #expect(count == before.heights[key, default: 0] + (key.halfPoints == 672 ? 5 : 0), "\(key)")
         }
         #expect(after.screens == before.screens)
+        // Screen variants come along (the node's own batch reported no screen).
+        #expect(!before.screenCounts.isEmpty && !before.screenSources.isEmpty)
+        #expect(after.screenCounts == before.screenCounts && after.screenSources == before.screenSources)
 
         // A phone's retry after the move is a duplicate on the PostgreSQL node.
         try node.start()

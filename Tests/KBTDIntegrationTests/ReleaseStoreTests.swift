@@ -215,12 +215,7 @@ struct ReleaseSourceStoreTests {
 
     @Test(.enabled(if: TestPostgres.available))
     func aVersion10PostgresDatabaseGivesEachReleaseItsKeysSources() async throws {
-        let postgres = try TestPostgres()
-        for sql in PostgresSchema.bookkeeping { try postgres.psql("kbtd", sql, user: "kbtd") }
-        for migration in PostgresSchema.migrations where migration.version <= 10 {
-            for sql in migration.sql { try postgres.psql("kbtd", sql, user: "kbtd") }
-            try postgres.psql("kbtd", "INSERT INTO schema_migrations VALUES (\(migration.version), '\(migration.name.replacingOccurrences(of: "'", with: "''"))', 0)", user: "kbtd")
-        }
+        let postgres = try TestPostgres.atSchemaVersion(10)
         try postgres.psql("kbtd", Self.version10Rows, user: "kbtd")
         let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
         defer { database.close() }
@@ -379,22 +374,20 @@ struct ReleaseExportTests {
 
 @Suite("Point releases: a PostgreSQL database of schema v8 migrates losing nothing", .ownThreads)
 struct ReleasePostgresMigrationTests {
+    /// One trusted key with 1,500 docked samples at 380 pt, in the tables of schema v8.
+    static let version8Rows = """
+        INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'docked', 380.0, 1500);
+        INSERT INTO height_votes VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 380.0, 1500);
+        INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 0, NULL);
+        INSERT INTO animation_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'show', 250, 7, 1500);
+        INSERT INTO keys VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 1000, 1000, 1000);
+        """
+
     @Test(.enabled(if: TestPostgres.available))
     func aVersion8PostgresDatabaseMigratesToReleasesLosingNothing() async throws {
-        let postgres = try TestPostgres()
         // The database exactly as a kbtd of schema v8 leaves it, holding one trusted key.
-        for sql in PostgresSchema.bookkeeping { try postgres.psql("kbtd", sql, user: "kbtd") }
-        for migration in PostgresSchema.migrations where migration.version <= 8 {
-            for sql in migration.sql { try postgres.psql("kbtd", sql, user: "kbtd") }
-            try postgres.psql("kbtd", "INSERT INTO schema_migrations VALUES (\(migration.version), '\(migration.name.replacingOccurrences(of: "'", with: "''"))', 0)", user: "kbtd")
-        }
-        try postgres.psql("kbtd", """
-            INSERT INTO height_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'docked', 380.0, 1500);
-            INSERT INTO height_votes VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 380.0, 1500);
-            INSERT INTO key_sources VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 0, NULL);
-            INSERT INTO animation_counts VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 'show', 250, 7, 1500);
-            INSERT INTO keys VALUES ('iPhone17,1', 26, 'ja-JP', 'portrait', 'default', 1000, 1000, 1000);
-            """, user: "kbtd")
+        let postgres = try TestPostgres.atSchemaVersion(8)
+        try postgres.psql("kbtd", Self.version8Rows, user: "kbtd")
         let database = PostgresDatabase(url: try PostgresURL(postgres.url), logger: Logger(label: "kbtd-test"))
         defer { database.close() }
         let store = try await PostgresTelemetryStore(database: database, admission: { IndexAdmission() })

@@ -107,6 +107,9 @@ public struct HeightIndex: Sendable {
             coldStartsByModel[ColdStartScope(model: key.series.model, osMajor: key.series.osMajor), default: ColdStartCounts()]
                 .add(key, count)
         }
+        // A key's one screen so far gets an entry of its own, from the key's stats before this
+        // delta, when the delta brings it a second screen.
+        splitSoleScreens(delta.screenCounts, sources: delta.screenSources)
         // In key order: where a level's bins, sources or animations pass their caps, what it
         // keeps depends on the order of its merges, which must not be a dictionary's
         // (per-instance, per-process) iteration order.

@@ -133,8 +133,32 @@ struct ScreenVariantTests {
         #expect(index.screens(of: key).isEmpty)
         #expect(index.screenVariantCount == before - 2)
         let pool = index.screenPool.count
-        index.apply(Self.batch(model: "iPhone14,5", screen: Self.zoomed, height: 319, network: "10.9.9.0"))
-        #expect(index.screenPool.count == pool, "the freed entry is reused")
+        var both = Self.batch(model: "iPhone14,5", screen: Self.zoomed, height: 319, network: "10.9.9.0")
+        both.merge(Self.batch(model: "iPhone14,5", screen: Self.standard, height: 336, network: "10.9.8.0"))
+        index.apply(both)
+        #expect(index.screens(of: key).map(\.screen) == [Self.zoomed, Self.standard])
+        #expect(index.screenPool.count == pool, "the freed entries are reused")
+    }
+
+    @Test func aKeyOfOneScreenHoldsNoEntryAndASecondScreenSplitsItExactly() {
+        var index = HeightIndex()
+        for d in 0..<30 { index.apply(Self.batch(model: "iPhone14,5", screen: Self.standard, height: 336, network: "10.0.\(d).0")) }
+        let key = SeriesKey(model: "iPhone14,5", osMajor: 26, language: "en-US", orientation: .portrait, keyboardType: "default")
+        #expect(index.screenEntryCount == 0 && index.screenVariantCount == 1)
+        #expect(index.screens(of: key).first?.stats.samples == 150)
+        var all = AggregateDelta()
+        for d in 0..<30 { all.merge(Self.batch(model: "iPhone14,5", screen: Self.standard, height: 336, network: "10.0.\(d).0")) }
+        for d in 0..<6 {
+            let zoomed = Self.batch(model: "iPhone14,5", screen: Self.zoomed, height: 319, network: "10.0.\(100 + d).0")
+            index.apply(zoomed)
+            all.merge(zoomed)
+        }
+        #expect(index.screenEntryCount == 2)
+        // What a restart loads from the rows: the same screens, with the same stats.
+        var loaded = HeightIndex()
+        loaded.apply(all)
+        #expect(index.screens(of: key).map(\.screen) == loaded.screens(of: key).map(\.screen))
+        #expect(index.screens(of: key).map(\.stats) == loaded.screens(of: key).map(\.stats))
     }
 
     @Test func theScreensToDropAreTheWeakestWhateverTheirOrder() {

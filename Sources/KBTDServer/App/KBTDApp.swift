@@ -29,11 +29,11 @@ public final class KBTDApp: Sendable {
     let sourceWeights: SourceWeights
     let keyGate: KeyGate
     let responder: RouterResponder<KBTDRequestContext>
-    /// The fast path for height answers: the router's own rendered answers, sent from the
-    /// channel pipeline of every listener (`requestHandlers(_:limits:)`, `ListenerChannel`).
+    /// The fast path for height answers: the router's own rendered answers, sent from an h2
+    /// connection's frames (`HTTP2FastAnswerHandler`).
     let answers: CachedAnswers
-    /// `POST /v1/batches` and its two middlewares: the router's, and the batch path's in the channel
-    /// pipeline of every listener (`BatchIngestHandler`), one set of rules for both.
+    /// `POST /v1/batches` and its two middlewares: the router's, and the h2 batch path's
+    /// (`HTTP2BatchHandler`, through `BatchPath`), one set of rules for both.
     let ingest: IngestRoute
     let rateLimit: RateLimitMiddleware
     let ingestAuth: IngestAuthMiddleware

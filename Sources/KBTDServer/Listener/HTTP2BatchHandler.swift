@@ -1,19 +1,75 @@
 import HTTPTypes
+import Logging
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
+import Prometheus
 import Synchronization
+
+/// What the h2 batch path (`HTTP2BatchHandler`) needs, built with the app's channels (`KBTDApp.channels`):
+/// the route's rules and its two middlewares' checks (the same values the router uses), where the
+/// client is, and the counters.
+struct BatchPath: Sendable {
+    let ingest: IngestRoute
+    let rateLimit: RateLimitMiddleware
+    let auth: IngestAuthMiddleware
+    let clients: ClientAddressResolver
+    let settings: SettingsBox
+    let metrics: ServerMetrics
+    let dates: HTTPDate
+    let logger: Logger
+    /// `kbtd_fast_batches_total{protocol="h2"}`.
+    let fast: Counter
+
+    init(app: KBTDApp, clients: ClientAddressResolver) {
+        ingest = app.ingest
+        rateLimit = app.rateLimit
+        auth = app.ingestAuth
+        self.clients = clients
+        settings = app.settings
+        metrics = app.metrics
+        dates = app.answers.dates
+        logger = app.logger
+        fast = app.metrics.fastBatches(protocol: "h2")
+    }
+
+    /// Whether the batch path takes `head`: `POST /v1/batches` with no query, no `Connection`
+    /// header and no `Expect` but `100-continue`, while the debug log does not record requests (the
+    /// router's request log does).
+    func takes(_ head: HTTPRequest) -> Bool {
+        head.method == .post && head.path == "/v1/batches" && head.headerFields[.connection] == nil
+            && (head.headerFields[.expect] == nil || Self.expectsContinue(head)) && logger.logLevel > .debug
+    }
+
+    /// Whether the client waits for `100 Continue` before it sends the body (RFC 9110, 10.1.1).
+    static func expectsContinue(_ head: HTTPRequest) -> Bool {
+        let values = head.headerFields[values: .expect]
+        return values.count == 1 && values[0].lowercased().filter { $0 != " " && $0 != "\t" } == "100-continue"
+    }
+
+    /// The request context the listener's responder would build for this request (`KBTDApp.channels`).
+    func context(channel: any Channel, headers: HTTPFields) -> KBTDRequestContext {
+        KBTDRequestContext(source: KBTDRequestSource(logger: logger,
+                                                     remoteAddress: clients.clientAddress(channel: channel, headers: headers)))
+    }
+
+    /// Counts an answer as `MetricsMiddleware` would, and in `kbtd_fast_batches_total{protocol="h2"}`.
+    func count(_ answer: JSONAnswer) {
+        metrics.request(route: "/v1/batches", status: answer.status.code)
+        fast.increment()
+    }
+}
 
 /// The batch path on an HTTP/2 connection, at the level of frames (`HTTP2Connection`, after
 /// `HTTP2FastAnswerHandler`, before the stream multiplexer): a stream whose HEADERS frame opens a
 /// `POST /v1/batches` that `BatchPath.takes` is served here with no stream channel, codec or task
-/// of its own. The rules are the HTTP/1.1 batch path's (`BatchIngestHandler`): the rate limit and
+/// of its own. The rules are the router's (`BatchPath`): the rate limit and
 /// the token when the HEADERS frame arrives, `BatchBody.Framing` for the headers (a refusal is
 /// answered at once and the rest of the body dropped), the wire cap and the body budget as DATA
 /// frames arrive (each frame's bytes fed to the stream's `BatchBody` as they come, as the HTTP/1.1
-/// path feeds its chunks); at END_STREAM the body is finished (inflated), counted and committed in a
-/// task on the connection's event loop (`EventLoopTaskExecutor`, as the HTTP/1.1 batch path does), or
-/// on the cooperative pool for JSON over 64 KiB (`BatchIngestHandler.onLoopJSONBytes`), and the
+/// router feeds its body); at END_STREAM the body is finished (inflated), counted and committed in a
+/// task on the connection's event loop (`EventLoopTaskExecutor`), or
+/// on the cooperative pool for JSON over 64 KiB (`onLoopJSONBytes`), and the
 /// `JSONAnswer` goes back as a HEADERS and a DATA frame (END_STREAM), with the router's fields and `Date`. The answers
 /// the commits finish while the event loop is busy go back together, with one flush (`Answers`):
 /// a group commit's answers on one connection cost one TLS record and one `write`, not one each.
@@ -80,7 +136,12 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var taskExecutor: EventLoopTaskExecutor?
     /// JSON up to this size is counted on the loop, larger on the pool (a test sets 0: every batch
     /// on the pool, to hold the loop while the commits finish).
-    var onLoopJSONBytes = BatchIngestHandler.onLoopJSONBytes
+    var onLoopJSONBytes = HTTP2BatchHandler.onLoopJSONBytes
+
+    /// JSON up to this size is counted on the event loop (a 100-sample batch is about 20 KB, some
+    /// 40 µs of intake); a larger body (up to `max_samples_per_batch`, milliseconds of intake) is
+    /// counted on the cooperative pool, so the loop's other connections (height answers) do not wait.
+    static let onLoopJSONBytes = 64 << 10
 
     init(_ path: BatchPath, bodyTimeout: TimeAmount) {
         self.path = path
@@ -250,8 +311,8 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// Finishes the body on the event loop (a gzip body inflated, as on HTTP/1.1), then counts and
-    /// commits it in a task on the loop (`EventLoopTaskExecutor`, as the HTTP/1.1 batch path does:
-    /// no cooperative-pool thread) or, for JSON over `BatchIngestHandler.onLoopJSONBytes`, on the
+    /// commits it in a task on the loop (`EventLoopTaskExecutor`: no cooperative-pool thread) or,
+    /// for JSON over `onLoopJSONBytes`, on the
     /// pool, so the loop's other streams and connections do not wait for a large batch's intake.
     /// The answer comes back on the event loop through `answers`, with the other answers finished
     /// meanwhile (see `Answers`).
@@ -291,7 +352,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func send(_ answer: JSONAnswer, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
         if streams[stream]?.phase == .committing { streams[stream]!.phase = .answered }
-        path.count(answer, on: .h2)
+        path.count(answer)
         let headers = HTTP2Frame(streamID: stream, payload: .headers(.init(headers: answer.h2Head(date: path.dates.now()))))
         context.write(wrapOutboundOut(headers), promise: nil)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(.init(data: .byteBuffer(answer.body), endStream: true)))),

@@ -135,7 +135,7 @@ final class HTTP2FastAnswerHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     private func send(_ answer: RenderedAnswer, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
-        answers.count(answer, on: .h2)
+        answers.count(answer)
         var block = answer.h2Head
         block.add(name: "date", value: answers.dates.now())
         let headers = HTTP2Frame(streamID: stream, payload: .headers(.init(headers: block, endStream: answer.body == nil)))

@@ -17,7 +17,7 @@ struct HTTPFrontTests {
     /// kept for the router: one cache, one framing (the same `ETag` and `Content-Length` either way).
     @Test func theRouterAndTheFastPathShareOneRenderedAnswer() async throws {
         let app = try InProcessApp()
-        let answers = app.app.answers
+        let answers = app.app.front
         let heights = "/v1/heights?model=iPhone17,1&os=26.1"
         let fast = try #require(answers.answer(target: heights, ifNoneMatch: nil))
         let kept = answers.renderedBytes

@@ -1,69 +1,13 @@
 import HTTPTypes
-import Logging
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
-import Prometheus
 import Synchronization
-
-/// What the h2 batch path (`HTTP2BatchHandler`) needs, built with the app's channels (`KBTDApp.channels`):
-/// the route's rules and its two middlewares' checks (the same values the router uses), where the
-/// client is, and the counters.
-struct BatchPath: Sendable {
-    let ingest: IngestRoute
-    let rateLimit: RateLimitMiddleware
-    let auth: IngestAuthMiddleware
-    let clients: ClientAddressResolver
-    let settings: SettingsBox
-    let metrics: ServerMetrics
-    let dates: HTTPDate
-    let logger: Logger
-    /// `kbtd_fast_batches_total{protocol="h2"}`.
-    let fast: Counter
-
-    init(app: KBTDApp, clients: ClientAddressResolver) {
-        ingest = app.ingest
-        rateLimit = app.rateLimit
-        auth = app.ingestAuth
-        self.clients = clients
-        settings = app.settings
-        metrics = app.metrics
-        dates = app.answers.dates
-        logger = app.logger
-        fast = app.metrics.fastBatches(protocol: "h2")
-    }
-
-    /// Whether the batch path takes `head`: `POST /v1/batches` with no query, no `Connection`
-    /// header and no `Expect` but `100-continue`, while the debug log does not record requests (the
-    /// router's request log does).
-    func takes(_ head: HTTPRequest) -> Bool {
-        head.method == .post && head.path == "/v1/batches" && head.headerFields[.connection] == nil
-            && (head.headerFields[.expect] == nil || Self.expectsContinue(head)) && logger.logLevel > .debug
-    }
-
-    /// Whether the client waits for `100 Continue` before it sends the body (RFC 9110, 10.1.1).
-    static func expectsContinue(_ head: HTTPRequest) -> Bool {
-        let values = head.headerFields[values: .expect]
-        return values.count == 1 && values[0].lowercased().filter { $0 != " " && $0 != "\t" } == "100-continue"
-    }
-
-    /// The request context the listener's responder would build for this request (`KBTDApp.channels`).
-    func context(channel: any Channel, headers: HTTPFields) -> KBTDRequestContext {
-        KBTDRequestContext(source: KBTDRequestSource(logger: logger,
-                                                     remoteAddress: clients.clientAddress(channel: channel, headers: headers)))
-    }
-
-    /// Counts an answer as `MetricsMiddleware` would, and in `kbtd_fast_batches_total{protocol="h2"}`.
-    func count(_ answer: JSONAnswer) {
-        metrics.request(route: "/v1/batches", status: answer.status.code)
-        fast.increment()
-    }
-}
 
 /// The batch path on an HTTP/2 connection, at the level of frames (`HTTP2Connection`, after
 /// `HTTP2FastAnswerHandler`, before the stream multiplexer): a stream whose HEADERS frame opens a
-/// `POST /v1/batches` that `BatchPath.takes` is served here with no stream channel, codec or task
-/// of its own. The rules are the router's (`BatchPath`): the rate limit and
+/// `POST /v1/batches` that `Front.takesBatch` is served here with no stream channel, codec or task
+/// of its own. The rules are the router's, asked of `Front`: the rate limit and
 /// the token when the HEADERS frame arrives, `BatchBody.Framing` for the headers (a refusal is
 /// answered at once and the rest of the body dropped), the wire cap and the body budget as DATA
 /// frames arrive (each frame's bytes fed to the stream's `BatchBody` as they come, as the HTTP/1.1
@@ -122,7 +66,8 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         var deadline: NIODeadline
     }
 
-    private let path: BatchPath
+    private let front: Front
+    private let clients: ClientAddressResolver
     private let bodyTimeout: TimeAmount
     private var streams: [HTTP2StreamID: Taken] = [:]
     private var lastStream = HTTP2StreamID(0)
@@ -143,8 +88,9 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// counted on the cooperative pool, so the loop's other connections (height answers) do not wait.
     static let onLoopJSONBytes = 64 << 10
 
-    init(_ path: BatchPath, bodyTimeout: TimeAmount) {
-        self.path = path
+    init(_ front: Front, clients: ClientAddressResolver, bodyTimeout: TimeAmount) {
+        self.front = front
+        self.clients = clients
         self.bodyTimeout = bodyTimeout
     }
 
@@ -167,7 +113,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         if case .headers(let headers) = frame.payload, frame.streamID > lastStream {
             lastStream = frame.streamID
             if !headers.endStream, streams.count < Self.maxStreams, let request = Self.request(headers.headers),
-               path.takes(request) {
+               front.takesBatch(request) {
                 take(request, on: frame.streamID, context: context)
                 return
             }
@@ -228,19 +174,19 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func take(_ request: HTTPRequest, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
-        let client = path.context(channel: context.channel, headers: request.headerFields)
+        let client = front.context(channel: context.channel, headers: request.headerFields, clients: clients)
         var taken = Taken(phase: .reading, client: client, deadline: .now() + bodyTimeout)
-        if let refusal = path.rateLimit.refusal(client) ?? path.auth.refusal(request.headerFields) {
+        if let refusal = front.admitBatch(client, headers: request.headerFields) {
             taken.phase = .refused
             streams[stream] = taken
             send(refusal, on: stream, context: context)
         } else {
             do {
-                let framing = try BatchBody.Framing(request.headerFields, limits: path.settings.current.limits)
+                let (framing, body) = try front.batchBody(request.headerFields, client: client)
                 taken.framing = framing
-                taken.body = path.ingest.body(framing, context: client)
+                taken.body = body
                 streams[stream] = taken
-                if BatchPath.expectsContinue(request) {
+                if Front.expectsContinue(request) {
                     context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: [":status": "100"])))),
                                   promise: nil)
                     flushPending = true
@@ -248,7 +194,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
             } catch {
                 taken.phase = .refused
                 streams[stream] = taken
-                send(path.ingest.rejected(error), on: stream, context: context)
+                send(front.ingest.rejected(error), on: stream, context: context)
             }
         }
         if sweep == nil { scheduleSweep(context: context) }
@@ -306,7 +252,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         } catch {
             streams[stream]!.phase = .refused
             streams[stream]!.body = nil
-            send(path.ingest.rejected(error), on: stream, context: context)
+            send(front.ingest.rejected(error), on: stream, context: context)
         }
     }
 
@@ -318,7 +264,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// meanwhile (see `Answers`).
     private func commit(_ taken: Taken, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let framing = taken.framing, let fed = taken.body else { return }
-        let ingest = path.ingest, client = taken.client, answers = self.answers
+        let ingest = front.ingest, client = taken.client, answers = self.answers
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: eventLoop)
         let finished: Result<BatchJSON, JSONRefusal>
@@ -352,8 +298,8 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func send(_ answer: JSONAnswer, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
         if streams[stream]?.phase == .committing { streams[stream]!.phase = .answered }
-        path.count(answer)
-        let headers = HTTP2Frame(streamID: stream, payload: .headers(.init(headers: answer.h2Head(date: path.dates.now()))))
+        front.sent(answer)
+        let headers = HTTP2Frame(streamID: stream, payload: .headers(.init(headers: answer.h2Head(date: front.date()))))
         context.write(wrapOutboundOut(headers), promise: nil)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(.init(data: .byteBuffer(answer.body), endStream: true)))),
                       promise: nil)

@@ -16,18 +16,17 @@ extension KBTDApp {
     /// (END_STREAM on the answer's last frame).
     func requestHandlers(h2: Bool, limits: ServerSettings.Limits) -> [any RemovableChannelHandler] {
         let streamFraming: [any RemovableChannelHandler] = h2 ? [EndStreamCoalescer.Installer()] : []
-        return streamFraming + [MalformedRequestHandler(metrics: metrics),
+        return streamFraming + [MalformedRequestHandler(front),
          RequestDeadlineHandler(headerTimeout: .seconds(Int64(limits.headerTimeoutSeconds)),
                                 bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds)),
                                 idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)))]
     }
 
-    /// The channels that answer with this app, adding the `Date` header Hummingbird's `Application`
-    /// would add. Each request's context carries the client `clients` resolves (the peer, or the
+    /// The channels that answer with this app, adding the `Date` header (`Front.date`) Hummingbird's
+    /// `Application` would add. Each request's context carries the client `clients` resolves (the peer, or the
     /// client a trusted proxy names).
     func channels(limits: ServerSettings.Limits, logger: Logger, clients: ClientAddressResolver) -> HTTPChannels {
-        let dates = answers.dates
-        let batches = BatchPath(app: self, clients: clients)
+        let front = self.front
         let responder: HTTPChannelHandler.Responder = { [self] request, writer, channel in
             let client = clients.clientAddress(channel: channel, headers: request.headers)
             var requestLogger = logger
@@ -36,7 +35,7 @@ extension KBTDApp {
             }
             let context = KBTDRequestContext(source: KBTDRequestSource(logger: requestLogger, remoteAddress: client))
             var response = await respond(to: request, context: context)
-            response.headers[.date] = dates.now()
+            response.headers[.date] = front.date()
             try await writer.write(response: response.head, body: response.body)
         }
         // RequestDeadlineHandler keeps every deadline (head, body, idle between requests, each absolute):
@@ -47,9 +46,9 @@ extension KBTDApp {
         stream.additionalChannelHandlers = { [self] in requestHandlers(h2: true, limits: limits) }
         return HTTPChannels(
             http1: HTTP1Channel(responder: responder, configuration: connection),
-            http2: HTTP2Connection(streamChannel: HTTP1Channel(responder: responder, configuration: stream), answers: answers,
-                                   idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
+            http2: HTTP2Connection(streamChannel: HTTP1Channel(responder: responder, configuration: stream), front: front,
+                                   clients: clients, idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
                                    stallTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
-                                   batches: batches, bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds))))
+                                   bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds))))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 @testable import KBTDServer
 import Testing
 
@@ -33,5 +34,25 @@ struct HTTPFrontTests {
         let notModified = try #require(answers.answer(target: heights, ifNoneMatch: etag))
         #expect(notModified.reply.status == .notModified && notModified.body == nil)
         #expect(answers.renderedBytes == grown)
+    }
+
+    /// `100 Continue` goes out before the router reads a body only for a batch whose headers pass the
+    /// route's token and framing checks; anything else gets the router's answer alone.
+    @Test func continueOnlyForABatchWhoseHeadersPass() throws {
+        let app = try InProcessApp(environment: ["KBTD_INGEST_TOKENS": "secret"])
+        func head(_ fields: [(HTTPField.Name, String)], method: HTTPRequest.Method = .post, path: String = "/v1/batches") -> HTTPRequest {
+            var headers = HTTPFields()
+            for (name, value) in fields { headers.append(HTTPField(name: name, value: value)) }
+            return HTTPRequest(method: method, scheme: "http", authority: "kbtd.test", path: path, headerFields: headers)
+        }
+        let good: [(HTTPField.Name, String)] = [(.contentType, "application/json"), (.contentLength, "100"),
+                                                (.authorization, "Bearer secret"), (.expect, "100-continue")]
+        #expect(app.app.front.continues(head(good)))
+        #expect(app.app.front.continues(head(good, path: "/v1/batches?x=1")), "the route's path, whatever the query")
+        #expect(!app.app.front.continues(head(good.filter { $0.0 != .expect })), "no Expect: no 100")
+        #expect(!app.app.front.continues(head(good.filter { $0.0 != .authorization })), "401 comes alone")
+        #expect(!app.app.front.continues(head(good.map { $0.0 == .contentType ? ($0.0, "text/plain") : $0 })), "415 comes alone")
+        #expect(!app.app.front.continues(head(good.map { $0.0 == .contentLength ? ($0.0, "999999999") : $0 })), "413 comes alone")
+        #expect(!app.app.front.continues(head(good, method: .get, path: "/v1/height")), "only the batch route")
     }
 }

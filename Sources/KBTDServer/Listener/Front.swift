@@ -2,6 +2,7 @@ import HTTPTypes
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTPTypes
 import Prometheus
 
 /// The HTTP front: what a request must satisfy and what every answer carries, written once, built
@@ -101,6 +102,18 @@ struct Front: Sendable {
         return values.count == 1 && values[0].lowercased().filter { $0 != " " && $0 != "\t" } == "100-continue"
     }
 
+    /// Whether a request asking `Expect: 100-continue` gets `100 Continue` before the router reads its
+    /// body: a `POST /v1/batches` whose headers pass the route's token and framing checks (neither
+    /// counts anything: the router counts its refusals; the rate limit, which takes a token, comes
+    /// after). Otherwise the router's answer comes without it.
+    func continues(_ head: HTTPRequest) -> Bool {
+        guard head.method == .post, Self.expectsContinue(head),
+              head.path?.split(separator: "?", maxSplits: 1).first == "/v1/batches" else { return false }
+        let tokens = settings.current.ingestTokens
+        guard tokens.isEmpty || BearerToken.matches(head.headerFields, anyOf: tokens) else { return false }
+        return (try? BatchBody.Framing(head.headerFields, limits: settings.current.limits)) != nil
+    }
+
     /// The request context the router's responder builds for a request (`KBTDApp.channels`).
     func context(channel: any Channel, headers: HTTPFields, clients: ClientAddressResolver) -> KBTDRequestContext {
         KBTDRequestContext(source: KBTDRequestSource(logger: logger,
@@ -123,5 +136,26 @@ struct Front: Sendable {
     func sent(_ answer: JSONAnswer) {
         metrics.request(route: "/v1/batches", status: answer.status.code)
         fastBatches.increment()
+    }
+}
+
+/// `100 Continue` at once for a request the front lets send its body (`Front.continues`), ahead of
+/// the router, which reads the body later; on HTTP/1.1 connections and h2 streams alike.
+final class ExpectContinueHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let front: Front
+
+    init(_ front: Front) {
+        self.front = front
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(let head) = unwrapInboundIn(data), front.continues(head) {
+            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponse(status: .continue))), promise: nil)
+        }
+        context.fireChannelRead(data)
     }
 }

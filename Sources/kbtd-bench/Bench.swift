@@ -13,7 +13,7 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kbtd-bench",
         abstract: "Load generator and in-process references for kbtd's benchmarks.",
-        subcommands: [Decode.self, Ingest.self, IngestOver.self, Keys.self, IndexMemory.self, Dashboard.self, Bodies.self, Commit.self])
+        subcommands: [Decode.self, Ingest.self, IngestOver.self, Keys.self, IndexMemory.self, Dashboard.self, Bodies.self, Commit.self, Session.self])
 }
 
 /// The in-process reference: only inflating, decoding and validating (and

@@ -25,12 +25,12 @@ struct HTTP2BatchAnswerTests {
         let answers: HTTP2BatchHandler.Answers
 
         init(_ app: InProcessApp) async throws {
-            let path = BatchPath(app: app.app, clients: ClientAddressResolver(app.app.settings.current))
+            let clients = ClientAddressResolver(app.app.settings.current)
             let server = NIOAsyncTestingChannel(), client = NIOAsyncTestingChannel()
             self.server = server
             self.client = client
             answers = try await server.testingEventLoop.executeInContext {
-                let handler = HTTP2BatchHandler(path, bodyTimeout: .seconds(30))
+                let handler = HTTP2BatchHandler(app.app.front, clients: clients, bodyTimeout: .seconds(30))
                 // Every batch's task on the pool (as a batch over 64 KiB of JSON's): the test holds
                 // the loop while the commits finish, which a task on the loop could not do.
                 handler.onLoopJSONBytes = 0

@@ -96,7 +96,7 @@ struct HTTP2FrontTests {
         if case .headers(let notModified)? = revalidated.first {
             #expect(notModified.endStream && notModified.headers.first(name: ":status") == "304")
             // The fields HTTP/1.1's fast path sends with it (no Content-Length on a 304).
-            let rendered = try #require(app.app.answers.answer(target: HTTPFrontTests.path, ifNoneMatch: etag))
+            let rendered = try #require(app.app.front.answer(target: HTTPFrontTests.path, ifNoneMatch: etag))
             #expect(HTTPFrontTests.fields(notModified.headers.filter { !$0.name.hasPrefix(":") }.map { ($0.name, $0.value) })
                     == HTTPFrontTests.fields(rendered.fields.map { ($0.name.rawName, $0.value) }))
             #expect(try await app.get(HTTPFrontTests.path, headers: [("If-None-Match", etag)]).status == 304)

@@ -29,11 +29,10 @@ public final class KBTDApp: Sendable {
     let sourceWeights: SourceWeights
     let keyGate: KeyGate
     let responder: RouterResponder<KBTDRequestContext>
-    /// The fast path for height answers: the router's own rendered answers, sent from the
-    /// channel pipeline of every listener (`requestHandlers(_:limits:)`, `ListenerChannel`).
-    let answers: CachedAnswers
-    /// `POST /v1/batches` and its two middlewares: the router's, and the batch path's in the channel
-    /// pipeline of every listener (`BatchIngestHandler`), one set of rules for both.
+    /// The HTTP front's rules and what every answer carries, for every path (`Listener/Front`).
+    let front: Front
+    /// `POST /v1/batches` and its two middlewares: the router's, and the h2 batch path's
+    /// (`HTTP2BatchHandler`, through `Front`), one set of rules for both.
     let ingest: IngestRoute
     let rateLimit: RateLimitMiddleware
     let ingestAuth: IngestAuthMiddleware
@@ -154,13 +153,13 @@ public final class KBTDApp: Sendable {
         self.catchUp = catchUp
         background = BackgroundServices([ReleaseDecisionService(heights: heights, logger: logger)]
                                             + (catchUp.map { [IndexCatchUpService(catchUp: $0)] } ?? []), logger: logger)
-        // One HeightRoutes, so one cache of rendered answers, for the router and the fast path.
+        // One HeightRoutes, so one cache of rendered answers, for the router and the h2 fast path.
         let heightRoutes = HeightRoutes(heights: heights, settings: box, metrics: metrics)
-        answers = CachedAnswers(routes: heightRoutes, dates: HTTPDate(), logger: logger)
         let ingest = IngestRoute(writer: writer, settings: box, metrics: metrics, sourceWeights: sourceWeights, keyGate: keyGate,
                                  bodies: BodyBudget())
         let rateLimit = RateLimitMiddleware(limiter: rateLimiter, metrics: metrics)
         let ingestAuth = IngestAuthMiddleware(settings: box, metrics: metrics)
+        front = Front(heights: heightRoutes, ingest: ingest, rateLimit: rateLimit, auth: ingestAuth, logger: logger)
         self.ingest = ingest
         self.rateLimit = rateLimit
         self.ingestAuth = ingestAuth

@@ -61,17 +61,6 @@ struct RenderedAnswer: Sendable {
         return fields
     }
 
-    /// The whole HTTP/1.1 response as bytes for the socket, with `Date`.
-    func http1(date: String, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: head.count + 40 + (body?.readableBytes ?? 0))
-        buffer.writeBytes(head)
-        buffer.writeString("Date: ")
-        buffer.writeString(date)
-        buffer.writeString("\r\n\r\n")
-        if let body { buffer.writeImmutableBuffer(body) }
-        return buffer
-    }
-
     /// What keeping this answer under `key` costs, bytes: the key, the head, the body, the framed
     /// fields and their h2 block (about the head again each) and the table's own bookkeeping (a generous 128 bytes).
     func cost(key: String) -> Int {

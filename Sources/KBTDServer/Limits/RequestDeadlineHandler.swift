@@ -60,15 +60,6 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.fireChannelRead(data)
     }
 
-    /// A whole response written below the HTTP codec: the connection is between requests again.
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ResponseWrittenBelowCodec {
-            arm(context, idleTimeout)
-            return
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) { arm(context, idleTimeout) }
         context.write(data, promise: promise)
@@ -113,8 +104,3 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         deadline = nil
     }
 }
-
-/// Fired inbound by a handler below the HTTP codec that answered a request by writing the
-/// response's bytes itself: neither the request nor the response passes the codec, so nothing
-/// above it sees them as parts. `RequestDeadlineHandler` takes it as the end of a response.
-struct ResponseWrittenBelowCodec {}

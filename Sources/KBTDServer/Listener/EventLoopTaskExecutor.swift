@@ -2,8 +2,8 @@ import NIOCore
 
 /// An event loop as a `TaskExecutor`: a task that prefers it runs its nonisolated code on the loop's
 /// thread, starts there, and resumes there whichever thread resumes it (the group-commit writer's,
-/// or any other). The HTTP/1.1 batch path runs a batch's intake and commit in such a task
-/// (`BatchIngestHandler`), so a batch needs no cooperative-pool thread: the event loop reads it,
+/// or any other). The h2 batch path runs a batch's intake and commit in such a task
+/// (`HTTP2BatchHandler`), so a batch needs no cooperative-pool thread: the event loop reads it,
 /// counts it and submits it, and the commit's completion wakes that loop alone, which writes the
 /// answer in the same turn. SwiftNIO 2.101's loops are `SerialExecutor`s, not `TaskExecutor`s.
 ///

@@ -6,14 +6,14 @@ import Synchronization
 
 /// The batch path on an HTTP/2 connection, at the level of frames (`HTTP2Connection`, after
 /// `HTTP2FastAnswerHandler`, before the stream multiplexer): a stream whose HEADERS frame opens a
-/// `POST /v1/batches` that `BatchPath.takes` is served here with no stream channel, codec or task
-/// of its own. The rules are the HTTP/1.1 batch path's (`BatchIngestHandler`): the rate limit and
+/// `POST /v1/batches` that `Front.takesBatch` is served here with no stream channel, codec or task
+/// of its own. The rules are the router's, asked of `Front`: the rate limit and
 /// the token when the HEADERS frame arrives, `BatchBody.Framing` for the headers (a refusal is
 /// answered at once and the rest of the body dropped), the wire cap and the body budget as DATA
 /// frames arrive (each frame's bytes fed to the stream's `BatchBody` as they come, as the HTTP/1.1
-/// path feeds its chunks); at END_STREAM the body is finished (inflated), counted and committed in a
-/// task on the connection's event loop (`EventLoopTaskExecutor`, as the HTTP/1.1 batch path does), or
-/// on the cooperative pool for JSON over 64 KiB (`BatchIngestHandler.onLoopJSONBytes`), and the
+/// router feeds its body); at END_STREAM the body is finished (inflated), counted and committed in a
+/// task on the connection's event loop (`EventLoopTaskExecutor`), or
+/// on the cooperative pool for JSON over 64 KiB (`onLoopJSONBytes`), and the
 /// `JSONAnswer` goes back as a HEADERS and a DATA frame (END_STREAM), with the router's fields and `Date`. The answers
 /// the commits finish while the event loop is busy go back together, with one flush (`Answers`):
 /// a group commit's answers on one connection cost one TLS record and one `write`, not one each.
@@ -66,7 +66,8 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         var deadline: NIODeadline
     }
 
-    private let path: BatchPath
+    private let front: Front
+    private let clients: ClientAddressResolver
     private let bodyTimeout: TimeAmount
     private var streams: [HTTP2StreamID: Taken] = [:]
     private var lastStream = HTTP2StreamID(0)
@@ -80,10 +81,16 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var taskExecutor: EventLoopTaskExecutor?
     /// JSON up to this size is counted on the loop, larger on the pool (a test sets 0: every batch
     /// on the pool, to hold the loop while the commits finish).
-    var onLoopJSONBytes = BatchIngestHandler.onLoopJSONBytes
+    var onLoopJSONBytes = HTTP2BatchHandler.onLoopJSONBytes
 
-    init(_ path: BatchPath, bodyTimeout: TimeAmount) {
-        self.path = path
+    /// JSON up to this size is counted on the event loop (a 100-sample batch is about 20 KB, some
+    /// 40 µs of intake); a larger body (up to `max_samples_per_batch`, milliseconds of intake) is
+    /// counted on the cooperative pool, so the loop's other connections (height answers) do not wait.
+    static let onLoopJSONBytes = 64 << 10
+
+    init(_ front: Front, clients: ClientAddressResolver, bodyTimeout: TimeAmount) {
+        self.front = front
+        self.clients = clients
         self.bodyTimeout = bodyTimeout
     }
 
@@ -106,7 +113,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         if case .headers(let headers) = frame.payload, frame.streamID > lastStream {
             lastStream = frame.streamID
             if !headers.endStream, streams.count < Self.maxStreams, let request = Self.request(headers.headers),
-               path.takes(request) {
+               front.takesBatch(request) {
                 take(request, on: frame.streamID, context: context)
                 return
             }
@@ -167,19 +174,19 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func take(_ request: HTTPRequest, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
-        let client = path.context(channel: context.channel, headers: request.headerFields)
+        let client = front.context(channel: context.channel, headers: request.headerFields, clients: clients)
         var taken = Taken(phase: .reading, client: client, deadline: .now() + bodyTimeout)
-        if let refusal = path.rateLimit.refusal(client) ?? path.auth.refusal(request.headerFields) {
+        if let refusal = front.admitBatch(client, headers: request.headerFields) {
             taken.phase = .refused
             streams[stream] = taken
             send(refusal, on: stream, context: context)
         } else {
             do {
-                let framing = try BatchBody.Framing(request.headerFields, limits: path.settings.current.limits)
+                let (framing, body) = try front.batchBody(request.headerFields, client: client)
                 taken.framing = framing
-                taken.body = path.ingest.body(framing, context: client)
+                taken.body = body
                 streams[stream] = taken
-                if BatchPath.expectsContinue(request) {
+                if Front.expectsContinue(request) {
                     context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: [":status": "100"])))),
                                   promise: nil)
                     flushPending = true
@@ -187,7 +194,7 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
             } catch {
                 taken.phase = .refused
                 streams[stream] = taken
-                send(path.ingest.rejected(error), on: stream, context: context)
+                send(front.ingest.rejected(error), on: stream, context: context)
             }
         }
         if sweep == nil { scheduleSweep(context: context) }
@@ -245,19 +252,19 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         } catch {
             streams[stream]!.phase = .refused
             streams[stream]!.body = nil
-            send(path.ingest.rejected(error), on: stream, context: context)
+            send(front.ingest.rejected(error), on: stream, context: context)
         }
     }
 
     /// Finishes the body on the event loop (a gzip body inflated, as on HTTP/1.1), then counts and
-    /// commits it in a task on the loop (`EventLoopTaskExecutor`, as the HTTP/1.1 batch path does:
-    /// no cooperative-pool thread) or, for JSON over `BatchIngestHandler.onLoopJSONBytes`, on the
+    /// commits it in a task on the loop (`EventLoopTaskExecutor`: no cooperative-pool thread) or,
+    /// for JSON over `onLoopJSONBytes`, on the
     /// pool, so the loop's other streams and connections do not wait for a large batch's intake.
     /// The answer comes back on the event loop through `answers`, with the other answers finished
     /// meanwhile (see `Answers`).
     private func commit(_ taken: Taken, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let framing = taken.framing, let fed = taken.body else { return }
-        let ingest = path.ingest, client = taken.client, answers = self.answers
+        let ingest = front.ingest, client = taken.client, answers = self.answers
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: eventLoop)
         let finished: Result<BatchJSON, JSONRefusal>
@@ -291,8 +298,8 @@ final class HTTP2BatchHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func send(_ answer: JSONAnswer, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
         if streams[stream]?.phase == .committing { streams[stream]!.phase = .answered }
-        path.count(answer, on: .h2)
-        let headers = HTTP2Frame(streamID: stream, payload: .headers(.init(headers: answer.h2Head(date: path.dates.now()))))
+        front.sent(answer)
+        let headers = HTTP2Frame(streamID: stream, payload: .headers(.init(headers: answer.h2Head(date: front.date()))))
         context.write(wrapOutboundOut(headers), promise: nil)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(.init(data: .byteBuffer(answer.body), endStream: true)))),
                       promise: nil)

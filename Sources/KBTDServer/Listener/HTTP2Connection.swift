@@ -32,13 +32,14 @@ struct HTTP2Connection: Sendable {
     /// Serves one stream's request as Hummingbird's HTTP/1.1 channel serves a connection's (its responder,
     /// its `additionalChannelHandlers` for the stream's pipeline).
     let streamChannel: HTTP1Channel
-    let answers: CachedAnswers
+    /// The rules the frame handlers ask, and where a request's client is.
+    let front: Front
+    let clients: ClientAddressResolver
     /// How long a connection without an open stream stays; nil: for ever.
     let idleTimeout: TimeAmount?
     /// How long a cached answer may wait for the client's flow-control window before its stream is reset.
     let stallTimeout: TimeAmount
-    /// The batch path for `POST /v1/batches` streams (`HTTP2BatchHandler`), and how long a body may take.
-    let batches: BatchPath
+    /// How long a `POST /v1/batches` stream's body may take on the batch path (`HTTP2BatchHandler`).
     let bodyTimeout: TimeAmount
 
     /// Stacks the connection's handlers (on its event loop, once ALPN chose h2). Nothing waits on
@@ -71,8 +72,8 @@ struct HTTP2Connection: Sendable {
         try pipeline.addHandler(http2)
         try pipeline.addHandler(manager)
         try pipeline.addHandler(WindowUpdateGuard())
-        try pipeline.addHandler(HTTP2FastAnswerHandler(answers, stallTimeout: stallTimeout))
-        try pipeline.addHandler(HTTP2BatchHandler(batches, bodyTimeout: bodyTimeout))
+        try pipeline.addHandler(HTTP2FastAnswerHandler(front, stallTimeout: stallTimeout))
+        try pipeline.addHandler(HTTP2BatchHandler(front, clients: clients, bodyTimeout: bodyTimeout))
         try pipeline.addHandler(multiplexer)
         try pipeline.addHandler(ConnectionEnd.shared)
         // The connection was active before ALPN chose h2: replay that for the handlers after

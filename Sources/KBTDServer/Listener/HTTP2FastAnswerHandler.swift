@@ -6,7 +6,7 @@ import NIOHTTP2
 /// stream whose HEADERS frame is a complete `GET /v1/height` or `GET /v1/heights` (END_STREAM
 /// set, so no body follows) is answered here with a HEADERS frame and a DATA frame (one HEADERS
 /// frame for a 304), END_STREAM on the last, carrying the rendered answer's fields, `Date` and
-/// body: the same answer, headers, 304s and metrics as HTTP/1.1's fast path. No stream channel,
+/// body: the router's answer, headers, 304s and metrics, asked of `Front`. No stream channel,
 /// no codec and no task are made for it, which is most of what such a stream cost.
 ///
 /// It sits right after `NIOHTTP2Handler` (in frame mode) and its connection manager, in front of
@@ -31,7 +31,7 @@ final class HTTP2FastAnswerHandler: ChannelInboundHandler, RemovableChannelHandl
     typealias InboundOut = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    private let answers: CachedAnswers
+    private let front: Front
     /// Streams answered here and not closed yet.
     private var answered: Set<HTTP2StreamID> = []
     /// The highest stream a HEADERS frame has opened: a HEADERS frame on a stream at or below it is not a request.
@@ -43,8 +43,8 @@ final class HTTP2FastAnswerHandler: ChannelInboundHandler, RemovableChannelHandl
     /// The one timer looking for stalled streams, while some wait.
     private var sweep: Scheduled<Void>?
 
-    init(_ answers: CachedAnswers, stallTimeout: TimeAmount) {
-        self.answers = answers
+    init(_ front: Front, stallTimeout: TimeAmount) {
+        self.front = front
         self.stallTimeout = stallTimeout
     }
 
@@ -97,25 +97,23 @@ final class HTTP2FastAnswerHandler: ChannelInboundHandler, RemovableChannelHandl
         context.fireUserInboundEventTriggered(event)
     }
 
-    /// The answer to a request's header block if this path may answer it; nil passes it on.
+    /// The answer to a request's header block if the front lets this path answer it; nil passes it on.
     /// swift-nio-http2 has validated the block (pseudo-header fields first, once each, lower-case names).
     private func answer(_ block: HPACKHeaders) -> RenderedAnswer? {
-        var method: String?, path: String?, ifNoneMatch: String?
+        var method: String?, path: String?, ifNoneMatch: String?, repeated = false, framed = false
         for (name, value, _) in block {
             switch name {
             case ":method": method = value
             case ":path": path = value
             case "if-none-match":
-                guard ifNoneMatch == nil else { return nil }
+                repeated = repeated || ifNoneMatch != nil
                 ifNoneMatch = value
-            case "content-length", "transfer-encoding":
-                return nil
-            default:
-                continue
+            case "content-length", "transfer-encoding": framed = true
+            default: continue
             }
         }
-        guard method == "GET", let path else { return nil }
-        return answers.answer(target: path, ifNoneMatch: ifNoneMatch)
+        return front.heightAnswer(method: method, target: path, ifNoneMatch: ifNoneMatch, repeatedIfNoneMatch: repeated,
+                                  hasBody: framed)
     }
 
     /// Resets the streams that still wait `stallTimeout` from now; again while any wait.
@@ -135,9 +133,9 @@ final class HTTP2FastAnswerHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     private func send(_ answer: RenderedAnswer, on stream: HTTP2StreamID, context: ChannelHandlerContext) {
-        answers.count(answer, on: .h2)
+        front.sent(answer)
         var block = answer.h2Head
-        block.add(name: "date", value: answers.dates.now())
+        block.add(name: "date", value: front.date())
         let headers = HTTP2Frame(streamID: stream, payload: .headers(.init(headers: block, endStream: answer.body == nil)))
         context.write(wrapOutboundOut(headers), promise: nil)
         if let body = answer.body {

@@ -7,34 +7,27 @@ import NIOCore
 struct HTTPChannels: Sendable {
     let http1: HTTP1Channel
     let http2: HTTP2Connection
-    /// The fast path, for the bytes handler in front of HTTP/1.1's decoder.
-    let answers: CachedAnswers
 }
 
 extension KBTDApp {
     /// The handlers each request passes after Hummingbird's codec, on an HTTP/1.1 connection and on
     /// an h2 stream alike: the malformed-request answers and the slowloris deadlines see every
-    /// request and every answer, then the batch path takes `POST /v1/batches` (`BatchIngestHandler`,
-    /// counted as `fast` batches), then the fast path answers cached heights (counted as `fast`; on h2
-    /// only those `HTTP2FastAnswerHandler` left to a stream, such as a GET whose END_STREAM came in a DATA frame).
-    /// An h2 stream also gets `EndStreamCoalescer` below the codec (END_STREAM on the answer's last frame).
-    func requestHandlers(_ fast: FastAnswerProtocol, limits: ServerSettings.Limits,
-                         batches: BatchPath) -> [any RemovableChannelHandler] {
-        let streamFraming: [any RemovableChannelHandler] = fast == .h2 ? [EndStreamCoalescer.Installer()] : []
-        return streamFraming + [MalformedRequestHandler(metrics: metrics),
+    /// request and every answer; `100 Continue` goes out as soon as the front allows. An h2 stream
+    /// also gets `EndStreamCoalescer` below the codec (END_STREAM on the answer's last frame).
+    func requestHandlers(h2: Bool, limits: ServerSettings.Limits) -> [any RemovableChannelHandler] {
+        let streamFraming: [any RemovableChannelHandler] = h2 ? [EndStreamCoalescer.Installer()] : []
+        return streamFraming + [MalformedRequestHandler(front),
          RequestDeadlineHandler(headerTimeout: .seconds(Int64(limits.headerTimeoutSeconds)),
                                 bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds)),
                                 idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),
-         BatchIngestHandler(batches, protocol: fast),
-         CachedAnswerHandler(answers, protocol: fast)]
+         ExpectContinueHandler(front)]
     }
 
-    /// The channels that answer with this app, adding the `Date` header Hummingbird's `Application`
-    /// would add. Each request's context carries the client `clients` resolves (the peer, or the
+    /// The channels that answer with this app, adding the `Date` header (`Front.date`) Hummingbird's
+    /// `Application` would add. Each request's context carries the client `clients` resolves (the peer, or the
     /// client a trusted proxy names).
     func channels(limits: ServerSettings.Limits, logger: Logger, clients: ClientAddressResolver) -> HTTPChannels {
-        let dates = answers.dates
-        let batches = BatchPath(app: self, clients: clients)
+        let front = self.front
         let responder: HTTPChannelHandler.Responder = { [self] request, writer, channel in
             let client = clients.clientAddress(channel: channel, headers: request.headers)
             var requestLogger = logger
@@ -43,21 +36,20 @@ extension KBTDApp {
             }
             let context = KBTDRequestContext(source: KBTDRequestSource(logger: requestLogger, remoteAddress: client))
             var response = await respond(to: request, context: context)
-            response.headers[.date] = dates.now()
+            response.headers[.date] = front.date()
             try await writer.write(response: response.head, body: response.body)
         }
-        // No idle timer in Hummingbird's connection-state handler: it sits behind CachedAnswerHandler and
-        // would not see the requests answered there. RequestDeadlineHandler keeps the idle deadline.
+        // RequestDeadlineHandler keeps every deadline (head, body, idle between requests, each absolute):
+        // Hummingbird's idle timer would add a second one.
         var connection = HTTP1Channel.Configuration(idleTimeout: nil)
-        connection.additionalChannelHandlers = { [self] in requestHandlers(.http1, limits: limits, batches: batches) }
+        connection.additionalChannelHandlers = { [self] in requestHandlers(h2: false, limits: limits) }
         var stream = HTTP1Channel.Configuration(idleTimeout: nil)
-        stream.additionalChannelHandlers = { [self] in requestHandlers(.h2, limits: limits, batches: batches) }
+        stream.additionalChannelHandlers = { [self] in requestHandlers(h2: true, limits: limits) }
         return HTTPChannels(
             http1: HTTP1Channel(responder: responder, configuration: connection),
-            http2: HTTP2Connection(streamChannel: HTTP1Channel(responder: responder, configuration: stream), answers: answers,
-                                   idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
+            http2: HTTP2Connection(streamChannel: HTTP1Channel(responder: responder, configuration: stream), front: front,
+                                   clients: clients, idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
                                    stallTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
-                                   batches: batches, bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds))),
-            answers: answers)
+                                   bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds))))
     }
 }

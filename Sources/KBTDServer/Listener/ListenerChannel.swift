@@ -1,10 +1,8 @@
 import HummingbirdCore
 import Logging
 import NIOCore
-import NIOHTTP1
 import NIOHTTP2
 import NIOHTTPTypes
-import NIOHTTPTypesHTTP1
 import NIOSSL
 import NIOTLS
 
@@ -30,8 +28,6 @@ struct ListenerChannel: Sendable {
     typealias Route = @Sendable (Work) -> Void
 
     let http1: HTTP1Channel
-    /// The fast path for cached answers, in front of HTTP/1.1's decoder.
-    let answers: CachedAnswers
     let http2: HTTP2Connection
     /// nil: plain HTTP/1.1.
     let tls: TLSContextBox?
@@ -44,7 +40,6 @@ struct ListenerChannel: Sendable {
     init(channels: HTTPChannels, tls: TLSContextBox?, proxyProtocol: Bool, clients: ClientAddressResolver,
          metrics: ServerMetrics, handshakeTimeout: TimeAmount) {
         http1 = channels.http1
-        answers = channels.answers
         // Cached heights are answered from the frames; other streams get the handlers HTTP/1.1
         // connections get (`KBTDApp.channels`); HPACK, flow control and framing stay swift-nio-http2's.
         http2 = channels.http2
@@ -98,89 +93,10 @@ struct ListenerChannel: Sendable {
         }
     }
 
-    /// Hummingbird's HTTP/1.1 pipeline (`HTTP1Channel.setup`'s handlers, with its configuration)
-    /// with `CachedAnswerBytesHandler` in front of its response encoder and request decoder (what it
-    /// writes is bytes for the socket). The async channel Hummingbird's `handle` serves is made, and
-    /// the connection handed to the router's side (`route`), only with its first request the fast
-    /// paths leave (`RouteOnFirstRequest`).
+    /// Hummingbird's HTTP/1.1 pipeline (`HTTP1Channel.setup`, with kbtd's request handlers), the
+    /// connection handed to the router's side (`route`).
     private func setupHTTP1(channel: any Channel, logger: Logger, route: @escaping Route) -> EventLoopFuture<Void> {
-        let answers = self.answers
-        let configuration = http1.configuration
-        return channel.eventLoop.makeCompletedFuture {
-            let pipeline = channel.pipeline.syncOperations
-            var limits = NIOHTTPDecoderLimitConfiguration()
-            limits.maxHeaderFieldSize = configuration.httpDecoder.maxHeaderFieldSize
-            limits.maxHeaderListSize = configuration.httpDecoder.maxHeaderListSize
-            limits.maxHeaderFieldCount = configuration.httpDecoder.maxHeaderFieldCount
-            try pipeline.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
-            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            try pipeline.addHandlers(configuration.additionalChannelHandlers())
-            try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: configuration.idleTimeout.map { .init($0) },
-                                                               logger: logger))
-            let encoder = try pipeline.context(handlerType: HTTPResponseEncoder.self)
-            try pipeline.addHandler(CachedAnswerBytesHandler(answers), position: .before(encoder.handler))
-            try pipeline.addHandler(RouteOnFirstRequest {
-                route(.http1(try HTTP1Channel.Value(wrappingChannelSynchronously: channel,
-                                                    configuration: .init(isOutboundHalfClosureEnabled: true))))
-            })
-        }
-    }
-
-    /// Last on an HTTP/1.1 connection: the first request part that reaches it (one neither
-    /// `CachedAnswerBytesHandler`, `BatchIngestHandler` nor `CachedAnswerHandler` took) wraps the
-    /// connection in the async channel Hummingbird serves and starts the router's task for it, and
-    /// so does the client's half-closure or an error (the task ends the connection as Hummingbird
-    /// does); then it leaves. A connection answered only from the fast paths never has a task.
-    final class RouteOnFirstRequest: ChannelInboundHandler, RemovableChannelHandler {
-        typealias InboundIn = HTTPRequestPart
-        typealias InboundOut = HTTPRequestPart
-
-        private var start: (() throws -> Void)?
-
-        init(start: @escaping () throws -> Void) {
-            self.start = start
-        }
-
-        /// Hands the connection over (the async channel's handlers go after this one), then leaves.
-        private func begin(context: ChannelHandlerContext) {
-            guard let start else { return }
-            self.start = nil
-            do {
-                try start()
-            } catch {
-                context.close(promise: nil)
-            }
-        }
-
-        private func leave(context: ChannelHandlerContext) {
-            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-        }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            let first = start != nil
-            begin(context: context)
-            context.fireChannelRead(data)
-            if first { leave(context: context) }
-        }
-
-        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-            guard start != nil, case .inputClosed? = event as? ChannelEvent else {
-                context.fireUserInboundEventTriggered(event)
-                return
-            }
-            begin(context: context)
-            context.fireUserInboundEventTriggered(event)
-            leave(context: context)
-        }
-
-        func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            let first = start != nil
-            begin(context: context)
-            context.fireErrorCaught(error)
-            if first { leave(context: context) }
-        }
+        http1.setup(channel: channel, logger: logger).map { route(.http1($0)) }
     }
 
     func handle(_ work: Work, logger: Logger) async {

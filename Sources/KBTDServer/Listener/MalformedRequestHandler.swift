@@ -13,11 +13,11 @@ final class MalformedRequestHandler: ChannelInboundHandler, RemovableChannelHand
     typealias InboundOut = HTTPRequestPart
     typealias OutboundOut = HTTPResponsePart
 
-    let metrics: ServerMetrics
+    let front: Front
     private var answered = false
 
-    init(metrics: ServerMetrics) {
-        self.metrics = metrics
+    init(_ front: Front) {
+        self.front = front
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -40,8 +40,9 @@ final class MalformedRequestHandler: ChannelInboundHandler, RemovableChannelHand
         ).body
         let head = HTTPResponse(status: status, headerFields: [
             .contentType: "application/json", .contentLength: String(bytes.readableBytes), .connection: "close",
+            .date: front.date(),
         ])
-        metrics.request(route: "malformed", status: status.code)
+        front.metrics.request(route: "malformed", status: status.code)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(bytes)), promise: nil)
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)

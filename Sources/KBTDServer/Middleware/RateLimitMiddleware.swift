@@ -2,8 +2,8 @@ import Hummingbird
 
 /// The ingest token bucket per client network: 429 with `Retry-After` when it
 /// is empty. It runs before authentication, so a client guessing tokens is
-/// held to the same rate as one sending batches. The batch path (`BatchIngestHandler`)
-/// asks the same `refusal(_:)`.
+/// held to the same rate as one sending batches. The h2 batch path (`HTTP2BatchHandler`, through
+/// `Front.admitBatch`) asks the same `refusal(_:)`.
 struct RateLimitMiddleware: RouterMiddleware {
     typealias Context = KBTDRequestContext
     let limiter: ClientRateLimiter

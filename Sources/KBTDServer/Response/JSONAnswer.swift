@@ -5,8 +5,8 @@ import NIOHPACK
 
 /// One JSON answer framed once: the status, the header fields in the order they are sent
 /// (`Content-Type`, the extra fields, `Content-Length`) and the body. The router sends it as a
-/// `Response` (`response`); the batch path (`BatchIngestHandler`) writes it as parts with `Date`
-/// (`head(date:)`) or as h2 frames (`h2Head(date:)`), so every path sends the same answer.
+/// `Response` (`response`); the h2 batch path (`HTTP2BatchHandler`) writes it as h2 frames with
+/// `Date` (`h2Head(date:)`), so every path sends the same answer.
 struct JSONAnswer: Sendable {
     var status: HTTPResponse.Status
     var fields: HTTPFields

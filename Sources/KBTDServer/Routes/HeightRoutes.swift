@@ -7,8 +7,8 @@ import KBTDCore
 ///
 /// Every path takes its answer from `rendered(route:query:ifNoneMatch:)`, one
 /// cache of framed answers (`RenderedAnswers`): the router's handlers below, and
-/// the fast path (`CachedAnswers`), which answers the common case on an HTTP/1.1
-/// connection or an h2 stream in the channel pipeline without the router. A
+/// the h2 fast path (`HTTP2FastAnswerHandler`, through `Front.heightAnswer`), which
+/// answers the common case from an h2 connection's frames without the router. A
 /// question the reply refuses (a `FieldError`) always goes through the router,
 /// whose handlers throw it as a `JSONRefusal` (rendered by `JSONErrorMiddleware`).
 struct HeightRoutes: Sendable {

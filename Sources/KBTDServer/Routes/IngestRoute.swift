@@ -10,7 +10,7 @@ import KBTDStore
 /// has committed the batch.
 ///
 /// The rules live here once, for both paths a batch can take: the router's (`handle`) and the
-/// batch path's in the channel pipeline (`BatchIngestHandler`), which reads the body with the same
+/// h2 batch path's (`HTTP2BatchHandler`, through `Front`), which reads the body with the same
 /// `BatchBody` and answers with the same `ingest(json:limits:context:)` and `rejected(_:)`.
 struct IngestRoute: Sendable {
     let writer: GroupCommitWriter

@@ -27,6 +27,12 @@ import KBTDCore
 /// its own, else its major's, else `heights`: `{"26": {"ja-JP|portrait|default": 380.0},
 /// "26.2": {"ja-JP|portrait|default": 384.0}}`. Clients that predate `os` ignore it.
 ///
+/// `screen_variants` (left out when empty) holds, per screen the model's phones reported, the
+/// answers for that screen (`GET /v1/heights?model=M&screen=S`) where they differ from `heights`:
+/// a Display Zoom phone renders another screen and has another keyboard,
+/// `{"320x693": {"en-US|portrait|default": 319.0}}`. A client on that screen takes its entry
+/// before `os` and `heights`; clients that predate it ignore it.
+///
 /// `cold_start` (left out when empty) holds, per OS major, the model's first-show latency
 /// without and with pre-warming as `GET /v1/heights?model=M&os=N` answers it:
 /// `{"26": {"without_prewarm": {"p50_ms": 412.5, "p90_ms": 1210.0, "samples": 340},
@@ -59,6 +65,8 @@ public enum HeightTableExport {
             if !defaults.isEmpty { members.append(("default", .object(defaults))) }
             let releases = releaseHeights(model, heights: heights, index, estimator: estimator)
             if !releases.isEmpty { members.append(("os", .object(releases))) }
+            let variants = screenVariants(model, heights: heights, index, estimator: estimator)
+            if !variants.isEmpty { members.append(("screen_variants", .object(variants))) }
             let coldStarts: [(String, JSONOutput)] = index.osMajors.sorted().compactMap { major in
                 estimator.coldStart(model: model, osMajor: major, in: index).map { ("\(major)", $0) }
             }
@@ -132,6 +140,29 @@ public enum HeightTableExport {
             for minor in releaseHeights.keys.sorted() {
                 members.append(("\(major).\(minor)", .object(releaseHeights[minor]!)))
             }
+        }
+        return members
+    }
+
+    /// The model's `screen_variants` member: per screen its phones reported (Display Zoom renders
+    /// another one), the answers to `GET /v1/heights?model=M&screen=S` (no `os`) that differ from
+    /// `heights`; screens with no such answer are left out.
+    static func screenVariants(_ model: String, heights: [(String, JSONOutput)], _ index: HeightIndex,
+                               estimator: HeightEstimator) -> [(String, JSONOutput)] {
+        let withoutScreen = Dictionary(heights) { $1 }
+        let keys = index.languages(ofModel: model).sorted()
+        var members: [(String, JSONOutput)] = []
+        for screen in (index.screens.countsByModel[model] ?? [:]).keys.sorted() {
+            var differing: [(String, JSONOutput)] = []
+            for key in keys {
+                let estimate = estimator.estimate(
+                    HeightQuery(model: model, language: key.language, orientation: key.orientation,
+                                keyboardType: key.keyboardType, screen: screen), in: index)
+                let name = tableKey(key.language, key.orientation, key.keyboardType)
+                guard estimate.basis != .default, withoutScreen[name] != .double(estimate.height) else { continue }
+                differing.append((name, .double(estimate.height)))
+            }
+            if !differing.isEmpty { members.append((screen.description, .object(differing))) }
         }
         return members
     }

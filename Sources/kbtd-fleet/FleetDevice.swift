@@ -27,6 +27,8 @@ struct FleetDevice: Sendable {
     /// Points added to the docked keyboards of one language (nil: every language) on this device's
     /// OS release (`--os-shift 26.2:ja-JP=4`), on top of `osShift`.
     var releaseShifts: [ReleaseShift] = []
+    /// Display Zoom on (`--zoomed-share`): the zoomed screen it reports and its keyboards' difference.
+    var zoom: ZoomedScreen?
 
     var isPad: Bool { family.isPad }
     /// Older hardware keeps the out-of-process keyboard waiting longer on a cold start.
@@ -37,7 +39,7 @@ struct FleetDevice: Sendable {
     }
 
     var telemetryDevice: TelemetryDevice {
-        TelemetryDevice(model: model, os: os, app: "com.example.chat", appVersion: "3.2.0", screen: family.screens[model])
+        TelemetryDevice(model: model, os: os, app: "com.example.chat", appVersion: "3.2.0", screen: zoom?.zoomed ?? family.screens[model])
     }
 }
 
@@ -52,13 +54,16 @@ struct FleetPlan: Sendable {
     let releaseShifts: [ReleaseShift]
     /// When the shifted releases ship and how many devices run them (`--release-from`, `--release-share`).
     let rollout: ReleaseRollout
+    /// Which phones run Display Zoom (`--zoomed-share`).
+    let displayZoom: DisplayZoom
     /// Identifier -> family, with a popularity weight.
     private let phones: [((String, ModelFamily), Double)]
     private let pads: [((String, ModelFamily), Double)]
 
     init(families: [ModelFamily], seed: UInt64, osShifts: [Int: Double] = [:], releaseShifts: [ReleaseShift] = [],
-         rollout: ReleaseRollout = ReleaseRollout()) {
+         rollout: ReleaseRollout = ReleaseRollout(), displayZoom: DisplayZoom = DisplayZoom()) {
         self.families = families
+        self.displayZoom = displayZoom
         self.seed = seed
         self.osShifts = osShifts
         self.releaseShifts = releaseShifts
@@ -108,7 +113,8 @@ struct FleetPlan: Sendable {
             preWarms: random.chance(0.3), hardwareKeyboard: hardware, shortcutBar: random.chance(0.7), clockSkew: skew,
             sessions: 1 + min(Int(random.logNormal(median: 2.5, sigma: 0.7)), 11),
             osShift: osShifts[Int(os.prefix { $0 != "." }) ?? 0] ?? 0,
-            releaseShifts: releaseShifts.filter { $0.applies(to: os) })
+            releaseShifts: releaseShifts.filter { $0.applies(to: os) },
+            zoom: displayZoom.zoom(device: index, screen: family.screens[model], isPad: isPad, seed: seed))
     }
 
     /// What a model can run: old phones stop at iOS 16, the newest start at 26.

@@ -5,6 +5,8 @@ import KeyboardTelemetryClient
 struct FleetTotals: Sendable {
     var devices = 0
     var pads = 0
+    /// Phones running Display Zoom.
+    var zoomed = 0
     var hardwareKeyboards = 0
     var predictiveOff = 0
     var accessoryViews = 0
@@ -27,6 +29,7 @@ struct FleetTotals: Sendable {
                       counters: TelemetryCounters, delivered: Bool) {
         devices += 1
         if device.isPad { pads += 1 }
+        if device.zoom != nil { zoomed += 1 }
         if device.hardwareKeyboard { hardwareKeyboards += 1 }
         if !device.predictiveBar { predictiveOff += 1 }
         if device.accessoryHeight > 0 { accessoryViews += 1 }
@@ -70,7 +73,7 @@ struct FleetTotals: Sendable {
         let rate = elapsed > 0 ? Double(c.batchesAcknowledged + c.batchesDuplicate) / elapsed : 0
         let undelivered = c.batchesQueued - c.batchesAcknowledged - c.batchesDuplicate - c.batchesDropped - c.batchesEvicted
         return """
-        devices     \(devices): \(devices - pads) iPhones, \(pads) iPads (\(hardwareKeyboards) with a hardware keyboard); \(models.count) models; \(languages.count) keyboards
+        devices     \(devices): \(devices - pads) iPhones (\(zoomed) with Display Zoom), \(pads) iPads (\(hardwareKeyboards) with a hardware keyboard); \(models.count) models; \(languages.count) keyboards
         behaviour   predictive bar off on \(predictiveOff); accessory views in \(accessoryViews) apps; \(preWarming) apps pre-warm; \(skewedClocks) clocks skewed (\(clocksOutsideWindow) beyond kbtd's window)
         sessions    \(sessions) (\(noBarQuirks) first shows reported the no-bar height, then a change)
         recorded    \(c.samplesRecorded) samples (\(badSamples) deliberately broken)

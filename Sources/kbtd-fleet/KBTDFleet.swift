@@ -12,7 +12,7 @@ struct KBTDFleet: AsyncParsableCommand {
         discussion: """
         Devices are drawn from the published keyboard-height tables (--data, else the repository's data/ folder): \
         the model mix, OS versions, keyboard languages including CJK and emoji, orientations, predictive \
-        bar on and off, accessory views, iPad hardware keyboards, cold starts with and without pre-warming, \
+        bar on and off, accessory views, iPad hardware keyboards, phones with Display Zoom, cold starts with and without pre-warming, \
         clock skew and a few broken samples. The same --seed simulates the same fleet. The last line of \
         the summary is `acknowledged SAMPLES samples in BATCHES batches`: what kbtd answered 202 for.
         """)
@@ -47,6 +47,10 @@ struct KBTDFleet: AsyncParsableCommand {
             help: "With a MAJOR.MINOR --os-shift: from --release-from on, the share (0-1) of devices on that OS major that run the release. Default: the tables' own share (10% of the newest phones for 26.2).")
     var releaseShare: Double?
 
+    @Option(name: .customLong("zoomed-share"),
+            help: "Share (0-1) of each phone model's devices that run Display Zoom: they report the zoomed screen (data/display-zoom.csv) and its keyboard heights. Default: \(DisplayZoom.defaultShare); 0 turns it off. iPads have no Display Zoom.")
+    var zoomedShare: Double?
+
     @Option(help: "Give up on undelivered batches after this many seconds.")
     var timeout: Double = 600
 
@@ -64,6 +68,9 @@ struct KBTDFleet: AsyncParsableCommand {
         if (releaseFrom > 0 || releaseShare != nil), try releaseShifts().isEmpty {
             throw ValidationError("--release-from and --release-share need a release --os-shift (MAJOR.MINOR[:LANGUAGE]=POINTS)")
         }
+        if let zoomedShare, !(0...1).contains(zoomedShare) {
+            throw ValidationError("--zoomed-share must be a share of devices from 0 to 1, got \(zoomedShare)")
+        }
         guard let parsed = URL(string: url), parsed.scheme == "http" || parsed.scheme == "https", parsed.host != nil else {
             throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8420")
         }
@@ -72,6 +79,8 @@ struct KBTDFleet: AsyncParsableCommand {
     func run() async throws {
         let dataDirectory = try KeyboardTable.locate(explicit: data)
         let families = try KeyboardTable.load(from: dataDirectory)
+        let displayZoom = try DisplayZoom.load(from: dataDirectory, share: zoomedShare ?? DisplayZoom.defaultShare,
+                                               explicit: zoomedShare != nil)
         let baseURL = URL(string: url)!
         var transport: any TelemetryTransport = URLSessionTransport(maxConnectionsPerHost: concurrency)
         try await checkReachable(baseURL, transport: transport)
@@ -82,7 +91,8 @@ struct KBTDFleet: AsyncParsableCommand {
         let started = Date()
         let runner = FleetRunner(plan: FleetPlan(families: families, seed: seed, osShifts: try osShifts(), releaseShifts: try releaseShifts(),
                                                        rollout: ReleaseRollout(firstDevice: Int((releaseFrom * Double(devices)).rounded()),
-                                                                               share: releaseShare)), deviceCount: devices, baseURL: baseURL,
+                                                                               share: releaseShare),
+                                                       displayZoom: displayZoom), deviceCount: devices, baseURL: baseURL,
                                  concurrency: concurrency, transport: transport, scratch: scratch,
                                  deadline: started.addingTimeInterval(timeout), now: started)
         print("kbtd-fleet: \(devices) devices, seed \(seed), \(families.count) model families from \(dataDirectory.path), sending to \(url)")

@@ -40,7 +40,7 @@ enum KeyboardTable {
     }
 
     /// Data rows as header-name -> cell, the first column holding any extra cells.
-    private static func rows(_ file: URL) throws -> [(file: String, cells: [String: String])] {
+    static func rows(_ file: URL) throws -> [(file: String, cells: [String: String])] {
         let text: String
         do {
             text = try String(contentsOf: file, encoding: .utf8)
@@ -62,7 +62,7 @@ enum KeyboardTable {
         }
     }
 
-    private static func number(_ row: (file: String, cells: [String: String]), _ column: String) throws -> Double {
+    static func number(_ row: (file: String, cells: [String: String]), _ column: String) throws -> Double {
         guard let value = row.cells[column].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }) else {
             throw LoadError(description: "\(row.file): column \(column) missing or not a number in \(row.cells)")
         }

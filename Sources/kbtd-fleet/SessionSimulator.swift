@@ -51,10 +51,11 @@ struct SessionSimulator {
     func height(language: String, orientation: KeyboardOrientation, type: KeyboardType) -> (settled: Double, firstFrame: Double) {
         let table = tableHeight(language: language, orientation: orientation, type: type)
         let shift = device.osShift + device.releaseShifts.reduce(0) { $0 + $1.points(for: language) }
+            + (device.zoom?.difference(orientation == .portrait) ?? 0)
         return (table.settled + shift, table.firstFrame + shift)
     }
 
-    /// The height the published table gives, before any `--os-shift`.
+    /// The height the published table gives, before any `--os-shift` or Display Zoom.
     private func tableHeight(language: String, orientation: KeyboardOrientation, type: KeyboardType) -> (settled: Double, firstFrame: Double) {
         let family = device.family
         let bar = orientation == .portrait ? family.portraitBar : family.landscapeBar

@@ -18,15 +18,20 @@ struct Evaluate: AsyncParsableCommand {
     @Option(help: "Only cases of this keyboard language.") var language: String?
     @Option(help: "Only cases of this OS major version (26 or 26.1).") var os: String?
     @Option(help: "table, json or csv. Default: table on a terminal, json otherwise.") var format: StatsFormat?
-    @Option(help: "current (default), before-os-aware (the chain before the OS-aware levels and the screen level) or before-releases (level 1 per OS major only), for comparison.") var chain: ChainOption = .current
+    @Option(help: "current (default), before-os-aware (the chain before the OS-aware levels and the screen level) before-releases (level 1 per OS major only) or before-screen-variants (every screen answered its model's majority height), for comparison.") var chain: ChainOption = .current
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
     @Flag(help: "Print every case (one CSV line per answer; with --replay, per change) instead of the summary.") var cases = false
     @Flag(help: "Instead: ask every (key, OS release) with min_samples docked samples with its release, against that release's own mode, for the current chain and the chain before releases.") var releases = false
+    @Flag(help: "Instead: ask every (key, reported screen) with a level's support on that screen with screen= that screen, with the key hidden and visible, against that screen's own mode, for the current chain and the chain before screen variants.") var screens = false
     @Flag(help: "Instead: replay the database's samples in time order (batch receipts, else UTC days) through the chain; per basis, samples and time from a key's height changing on a release to kbtd serving it, and the error served meanwhile.") var replay = false
 
     func validate() throws {
         try validateOSOption(os)
         if replay && releases { throw ValidationError("--replay cannot be combined with --releases") }
+        if screens && (replay || releases) { throw ValidationError("--screens cannot be combined with --replay or --releases") }
+        if screens && chain != .current {
+            throw ValidationError("--screens prints the current chain and before-screen-variants: --chain does not apply")
+        }
         if replay && (model != nil || language != nil || os != nil) {
             throw ValidationError("--replay replays the whole database: --model, --language and --os do not apply")
         }
@@ -40,13 +45,24 @@ struct Evaluate: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data(Self.releaseTable(index, settings: settings.estimator).utf8))
             return
         }
-        let cases = ChainBacktest.cases(index, estimator: estimator, filter: ChainBacktest.Filter(
-            model: model, language: language, osMajor: os.flatMap(FieldRules.osMajor)))
+        let filter = ChainBacktest.Filter(model: model, language: language, osMajor: os.flatMap(FieldRules.osMajor))
+        let chosen = format ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
+        if screens {
+            let chains = [ChainOption.current, .beforeScreenVariants].map { option in
+                (chain: option.rawValue, cases: ScreenBacktest.cases(index, estimator: HeightEstimator(settings: settings.estimator,
+                                                                                                        chain: option.value),
+                                                                     filter: filter))
+            }
+            let output = self.cases ? ScreenBacktestFormatter.casesCSV(chains)
+                : ScreenBacktestFormatter.render(chains.map { ($0.chain, ScreenBacktest.rows($0.cases)) }, as: chosen)
+            FileHandle.standardOutput.write(Data(output.utf8))
+            return
+        }
+        let cases = ChainBacktest.cases(index, estimator: estimator, filter: filter)
         if self.cases {
             FileHandle.standardOutput.write(Data(BacktestFormatter.casesCSV(cases).utf8))
             return
         }
-        let chosen = format ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
         FileHandle.standardOutput.write(Data(BacktestFormatter.render(ChainBacktest.rows(cases), chain: chain.rawValue,
                                                                       as: chosen).utf8))
     }
@@ -77,12 +93,15 @@ enum ChainOption: String, ExpressibleByArgument, CaseIterable {
     case beforeOSAware = "before-os-aware"
     /// The chain before point releases answered on their own: level 1 per OS major only.
     case beforeReleases = "before-releases"
+    /// The chain before screen variants: every screen of a model answered its majority's height.
+    case beforeScreenVariants = "before-screen-variants"
 
     var value: FallbackChain {
         switch self {
         case .current: .current
         case .beforeOSAware: .beforeOSAware
         case .beforeReleases: .beforeReleases
+        case .beforeScreenVariants: .beforeScreenVariants
         }
     }
 }

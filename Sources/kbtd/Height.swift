@@ -14,7 +14,7 @@ struct Height: AsyncParsableCommand {
     @Option(help: "Screen in points, portrait, e.g. 393x852 (for models kbtd has no data for).") var screen: String?
     @Option(help: "SQLite database file or postgres:// URL. Default: KBTD_DATABASE, else kbtd.sqlite.") var database: String?
     @Option(help: "Config file, for min_samples and default heights (default: KBTD_CONFIG).") var config: String?
-    @Option(help: "current (default: what GET /v1/height serves), before-os-aware (the chain before the OS-aware levels and the screen level) or before-releases (level 1 per OS major only).")
+    @Option(help: "current (default: what GET /v1/height serves), before-os-aware (the chain before the OS-aware levels and the screen level), before-releases (level 1 per OS major only) or before-screen-variants (every screen answered its model's majority height).")
     var chain: ChainOption = .current
 
     func run() async throws {

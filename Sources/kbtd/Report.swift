@@ -46,7 +46,7 @@ struct Report: AsyncParsableCommand {
         let page = DashboardPage.render(DashboardInput(
             data: data, hourly: hourly, answersByBasis: nil, filter: filter, minSamples: settings.estimator.minSamples,
             generatedAt: now, live: false, estimate: { estimator.estimate($0, in: index) },
-            changes: { estimator.heightChanges(model: $0, in: index) }))
+            changes: { estimator.heightChanges(model: $0, in: index) }, screens: { ScreenReports.of($0, in: index) }))
         if html == "-" {
             FileHandle.standardOutput.write(Data(page.utf8))
             return

@@ -22,9 +22,12 @@ public struct BundledHeightTable: Sendable, Equatable {
         var os: [String: [String: Double]]?
         /// First-show latencies per OS major (`"26"`), where kbtd had them (tables from before have none).
         var coldStart: [String: KeyboardColdStart]?
+        /// Answers per reported screen (`"320x693"`, a Display Zoom phone) where they differ from
+        /// `heights` (tables from before screen variants have none).
+        var screenVariants: [String: [String: Double]]?
 
         enum CodingKeys: String, CodingKey {
-            case screen, heights, `default`, os, coldStart = "cold_start"
+            case screen, heights, `default`, os, coldStart = "cold_start", screenVariants = "screen_variants"
         }
 
         init(from decoder: any Decoder) throws {
@@ -33,6 +36,8 @@ public struct BundledHeightTable: Sendable, Equatable {
             heights = try container.decode([String: Double].self, forKey: .heights)
             `default` = try container.decodeIfPresent([String: Double].self, forKey: .default)
             os = try container.decodeIfPresent([String: [String: Double]].self, forKey: .os)
+            // A member of another shape (a newer kbtd's) reads as none: the rest of the table still answers.
+            screenVariants = (try? container.decodeIfPresent([String: [String: Double]].self, forKey: .screenVariants)) ?? nil
             let majors = try? container.decodeIfPresent([String: LenientColdStart].self, forKey: .coldStart)
             coldStart = majors?.compactMapValues(\.value)
         }
@@ -84,14 +89,16 @@ public struct BundledHeightTable: Sendable, Equatable {
     /// How many models the table knows.
     public var modelCount: Int { models.count }
 
-    /// The table's answer: the model's height for the key on the device's release (`os`, e.g.
-    /// `26.2.1`: the greatest release of its major at or below it that the table lists for the
-    /// key, else its major's), else the model's height for the key, else the model's height
-    /// for any language, else the height of models with the same screen.
+    /// The table's answer: the model's height for the key on the device's screen where that
+    /// screen has a height of its own (`screen`, e.g. `320x693` on a Display Zoom phone), else on
+    /// the device's release (`os`, e.g. `26.2.1`: the greatest release of its major at or below it
+    /// that the table lists for the key, else its major's), else the model's height for the key,
+    /// else the model's height for any language, else the height of models with the same screen.
     public func height(model: String, os: String? = nil, screen: String?, language: String,
                        orientation: KeyboardOrientation, keyboardType: KeyboardType) -> Double? {
         let key = HeightCache.key(language, orientation, keyboardType)
         let entry = models[model]
+        if let screen, let height = entry?.screenVariants?[screen]?[key] { return height }
         if let releases = entry?.os, let os, let height = Self.release(os, key, in: releases) { return height }
         if let height = entry?.heights[key] ?? entry?.default?[orientation.rawValue] { return height }
         guard let screen = screen ?? entry?.screen else { return nil }

@@ -19,10 +19,13 @@ public struct DashboardInput {
     public var estimate: (HeightQuery) -> HeightEstimate
     /// A model's keys with when their height last changed (`HeightEstimator.heightChanges`).
     public var changes: (String) -> [HeightChange]
+    /// The screens a model's phones reported, most reports first (`ScreenReports.of`).
+    public var screens: (String) -> [ScreenReports]
 
     public init(data: DashboardData, hourly: [HourlyIngest], answersByBasis: BasisCounts?, filter: DashboardFilter,
                 minSamples: Int64, generatedAt: Int64, live: Bool, estimate: @escaping (HeightQuery) -> HeightEstimate,
-                changes: @escaping (String) -> [HeightChange] = { _ in [] }) {
+                changes: @escaping (String) -> [HeightChange] = { _ in [] },
+                screens: @escaping (String) -> [ScreenReports] = { _ in [] }) {
         self.data = data
         self.hourly = hourly
         self.answersByBasis = answersByBasis
@@ -32,14 +35,16 @@ public struct DashboardInput {
         self.live = live
         self.estimate = estimate
         self.changes = changes
+        self.screens = screens
     }
 
     /// From counts in memory (tests, the page benchmark): reduces them with `DashboardData(counts:filter:minSamples:)`.
     public init(counts: AggregateDelta, hourly: [HourlyIngest], answersByBasis: BasisCounts?, filter: DashboardFilter,
                 minSamples: Int64, generatedAt: Int64, live: Bool, estimate: @escaping (HeightQuery) -> HeightEstimate,
-                changes: @escaping (String) -> [HeightChange] = { _ in [] }) {
+                changes: @escaping (String) -> [HeightChange] = { _ in [] },
+                screens: @escaping (String) -> [ScreenReports] = { _ in [] }) {
         self.init(data: DashboardData(counts: counts, filter: filter, minSamples: minSamples), hourly: hourly,
                   answersByBasis: answersByBasis, filter: filter, minSamples: minSamples, generatedAt: generatedAt, live: live,
-                  estimate: estimate, changes: changes)
+                  estimate: estimate, changes: changes, screens: screens)
     }
 }

@@ -69,6 +69,7 @@ public enum DashboardPage {
             """
         html += filterSection(input, summary)
         html += heightSection(input, summary)
+        html += screenSection(input, summary)
         html += changeSection(input, summary)
         html += basisSection(input)
         html += coldStartSection(summary)

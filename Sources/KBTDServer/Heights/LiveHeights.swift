@@ -150,6 +150,11 @@ final class LiveHeights: Sendable {
         settled { $0.estimator.heightChanges(model: name, in: $0.index) }
     }
 
+    /// The screens a model's phones reported (batches per screen), largest count first (the dashboard's screen table).
+    func screens(model name: String) -> [ScreenReports] {
+        model.withLock { ScreenReports.of(name, in: $0.index) }
+    }
+
     /// `body` under the index lock, taken again until it read no unfinished release decision
     /// (each hold computes at most `releaseWorkBudget` models of one; the decisions keep what
     /// each hold computed). Between holds the writer and other requests get the lock.

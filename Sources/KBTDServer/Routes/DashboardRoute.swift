@@ -32,7 +32,7 @@ struct DashboardRoute: Sendable {
                 return DashboardPage.render(DashboardInput(
                     data: data, hourly: hourly, answersByBasis: answers, filter: filter, minSamples: minSamples,
                     generatedAt: now, live: true, estimate: heights.estimate,
-                    changes: { heights.changes(model: $0) }))
+                    changes: { heights.changes(model: $0) }, screens: { heights.screens(model: $0) }))
             }
             return Response(status: .ok, headers: Self.headers, body: .init(byteBuffer: ByteBuffer(string: html)))
         } catch {

@@ -244,6 +244,8 @@ struct Keys: ParsableCommand {
     /// `zoomedEvery` also has Display Zoom phones (`320x693`, 17 pt lower), so its keys hold a second
     /// one: the screen dimension's memory is in the figure (0: no zoomed phones).
     @Option var zoomedEvery = 10
+    /// Devices send no `device.screen` (and questions no `screen=`): the index without its screen dimension.
+    @Flag var noScreens = false
 
     func run() throws {
         var workload = Workload(seed: 3)
@@ -267,8 +269,8 @@ struct Keys: ParsableCommand {
                 }
                 let document = JSONOutput.object([
                     ("batch_id", .string(workload.uuid())),
-                    ("device", .object([("model", .string("Bench\(batch)")), ("os", .string("26.\(release)")),
-                                        ("screen", .string(screen))])),
+                    ("device", .object([("model", .string("Bench\(batch)")), ("os", .string("26.\(release)"))]
+                                       + (noScreens ? [] : [("screen", .string(screen))]))),
                     ("samples", .array(samples)),
                 ])
                 let status = try connection.roundTrip(Workload.request(gzipBody: Workload.gzip(Array(document.serialized().utf8))))
@@ -282,7 +284,8 @@ struct Keys: ParsableCommand {
             let batch = Int(workload.next() % UInt64(batchCount))
             let language = "l\(Int(workload.next() % UInt64(min(perBatch, count))))"
             let screen = zoomed(batch) && workload.next() % 2 == 0 ? "320x693" : "390x844"
-            let request = Array("GET /v1/height?model=Bench\(batch)&language=\(language)&os=26.1&screen=\(screen) HTTP/1.1\r\nHost: bench\r\n\r\n".utf8)
+            let asked = noScreens ? "" : "&screen=\(screen)"
+            let request = Array("GET /v1/height?model=Bench\(batch)&language=\(language)&os=26.1\(asked) HTTP/1.1\r\nHost: bench\r\n\r\n".utf8)
             let start = ContinuousClock.now
             _ = try connection.roundTrip(request)
             times.append((ContinuousClock.now - start) / .microseconds(1))

@@ -328,17 +328,28 @@ public struct HeightEstimator: Sendable {
         guard let screen = query.screen ?? index.primaryScreen(of: query.model) else { return nil }
         let models = index.models(withScreen: screen).sorted()
         guard !models.isEmpty else { return nil }
+        // A model listed under the screen through its Display Zoom phones lends that screen's own
+        // data where it has a height of its own there, not its standard phones' (`screenFit`).
+        func onScreen(_ whole: LevelStats?, _ keys: @autoclosure () -> [SeriesKey]) -> LevelStats? {
+            guard let whole else { return nil }
+            if chain.screenVariants, case .own(let variant) = screenFit(keys(), screen: screen, whole: whole, in: index) {
+                return variant
+            }
+            return whole
+        }
         if let osMajor = query.osMajor,
-           let stats = LevelStats.merged(models.compactMap {
-               index.series(SeriesKey(model: $0, osMajor: osMajor, language: query.language,
-                                      orientation: query.orientation, keyboardType: query.keyboardType))
+           let stats = LevelStats.merged(models.compactMap { model -> LevelStats? in
+               let key = SeriesKey(model: model, osMajor: osMajor, language: query.language,
+                                   orientation: query.orientation, keyboardType: query.keyboardType)
+               return onScreen(index.series(key), [key])
            }),
            let estimate = answer(stats, basis: .screenLanguage, fallback: fallback) {
             return estimate
         }
-        guard let stats = LevelStats.merged(models.compactMap {
-            index.modelLanguage(ModelLanguageKey(model: $0, language: query.language,
-                                                 orientation: query.orientation, keyboardType: query.keyboardType))
+        guard let stats = LevelStats.merged(models.compactMap { model -> LevelStats? in
+            let key = ModelLanguageKey(model: model, language: query.language, orientation: query.orientation,
+                                       keyboardType: query.keyboardType)
+            return onScreen(index.modelLanguage(key), everyMajor(key, in: index))
         }) else { return nil }
         return answer(stats, basis: .screenLanguage, fallback: fallback)
     }

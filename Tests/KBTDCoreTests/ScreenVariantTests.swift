@@ -85,6 +85,21 @@ struct ScreenVariantTests {
         #expect(Self.ask("iPhone14,5", screen: Self.standard, os: 27, in: index).height == 340)
     }
 
+    @Test func aNewModelAskedWithAZoomedScreenIsAnsweredFromTheOtherModelsZoomedPhones() {
+        let index = Self.fleet()
+        // Every model lists 320x693 (its zoomed phones are a sixth of its batches): their zoomed data answers.
+        #expect(index.models(withScreen: Self.zoomed) == Set(Self.models))
+        let answer = Self.ask("iPhone99,1", screen: Self.zoomed, in: index)
+        #expect(answer.basis == .screenLanguage)
+        // The three models' zoomed keyboards (319, 320 and 321, equally many votes): one of them.
+        #expect([319, 320, 321].contains(answer.height), "\(answer)")
+        let before = Self.ask("iPhone99,1", screen: Self.zoomed, chain: .beforeScreenVariants, in: index)
+        #expect(before.height >= 336, "\(before)")
+        // The standard screen is answered as before.
+        #expect(Self.ask("iPhone99,1", screen: Self.standard, in: index)
+            == Self.ask("iPhone99,1", screen: Self.standard, chain: .beforeScreenVariants, in: index))
+    }
+
     @Test func aModelWhoseScreensShareOneKeyboardAnswersExactlyAsBefore() {
         let index = Self.fleet(zoomedHeight: 336)
         for model in Self.models {

@@ -14,23 +14,11 @@ extension SQLiteTelemetryStore {
         }
     }
 
-    /// Remembers up to 8 sources per (key, release), as `insertKeySource` does per key, so a
-    /// change here is a new source of the release (the index counts them, `ReleaseSupport`).
-    /// `seen_at` is when a network's keyed hash first reported the release: a row already there
-    /// is not touched (one statement a source, not two); it retires with its key's row
-    /// (`retireSources`), or by its own `seen_at` where the key keeps 8 other sources.
-    static let insertReleaseSource = """
-        INSERT INTO release_sources(model, os_major, language, orientation, keyboard_type, os_minor, source, seen_at)
-        SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
-        WHERE (SELECT COUNT(*) FROM release_sources WHERE model = ?1 AND os_major = ?2 AND language = ?3
-               AND orientation = ?4 AND keyboard_type = ?5 AND os_minor = ?6 AND source <> ?7) < 8
-        ON CONFLICT DO NOTHING
-        """
     /// Stores which sources reported each (key, release); returns those stored for the first time
     /// (what the index counts). Trusted and retired rows never expire.
     func writeReleaseSources(_ sources: [ReleaseKey: Set<SourceID>], seenAt: Int64) throws(SQLiteError) -> [ReleaseKey: Set<SourceID>] {
         guard !sources.isEmpty else { return [:] }
-        let insert = try statement(Self.insertReleaseSource)
+        let insert = try statement(SQLiteVariantTables.releases.insertSource)
         var added: [ReleaseKey: Set<SourceID>] = [:]
         for (release, ids) in sources {
             let fingerprint = ids.contains(.trusted) ? release.series.fingerprint : 0
@@ -51,40 +39,17 @@ extension SQLiteTelemetryStore {
         return added
     }
 
-    /// Each release of a key: its docked samples, distinct sources and whether one is a trusted
-    /// peer, as the index counts them (a release can have sources and no docked counts yet).
-    static let releaseStandings = """
-        SELECT os_minor, SUM(samples), 0, 0 FROM release_counts
-        WHERE model = ?1 AND os_major = ?2 AND language = ?3 AND orientation = ?4 AND keyboard_type = ?5 GROUP BY os_minor
-        UNION ALL
-        SELECT os_minor, 0, COUNT(*), MAX(source = 0) FROM release_sources
-        WHERE model = ?1 AND os_major = ?2 AND language = ?3 AND orientation = ?4 AND keyboard_type = ?5 GROUP BY os_minor
-        """
-    static let dropReleaseCounts = "DELETE FROM release_counts WHERE \(oneKey) AND os_minor = ?"
-    static let dropReleaseSources = "DELETE FROM release_sources WHERE \(oneKey) AND os_minor = ?"
-
     /// Keeps at most `HeightIndex.maxReleasesPerKey` releases of each key in `keys`, dropping
     /// the weakest one's rows by the index's own rule (`HeightIndex.releasesToDrop`), so one
     /// network spraying minors adds at most that many releases' rows to a key, and the index a
     /// restart loads holds the releases the live one did. Called for the keys a commit gave a
     /// release source new to them: a release new to its key always brings one.
     func boundReleases(of keys: some Sequence<SeriesKey>) throws(SQLiteError) {
-        let standings = try statement(Self.releaseStandings)
         for key in keys {
-            var held: [Int: ReleaseStanding] = [:]
-            try standings.forEachRow(Self.keyValues(key)) { row in
-                let minor = Int(row.int(0))
-                var standing = held[minor] ?? ReleaseStanding(minor: minor, support: ReleaseSupport(), samples: 0)
-                standing.samples += row.int(1)
-                if row.int(2) > 0 {
-                    standing.support = ReleaseSupport(sources: Int(row.int(2)), trusted: row.int(3) != 0)
-                }
-                held[minor] = standing
-            }
-            for minor in HeightIndex.releasesToDrop(Array(held.values)) {
-                let values = Self.keyValues(key) + [.int(Int64(minor))]
-                try statement(Self.dropReleaseCounts).run(values)
-                try statement(Self.dropReleaseSources).run(values)
+            let held = try variantStandings(.releases, of: key) { Int($0.int(0)) }
+            let standings = held.map { ReleaseStanding(minor: $0.key, support: $0.value.support, samples: $0.value.samples) }
+            for minor in HeightIndex.releasesToDrop(standings) {
+                try dropVariant(.releases, of: key, .int(Int64(minor)))
                 // Its trusted row is gone: a later report of the release must write it again.
                 indexed.forgetTrustedRow(key.fingerprint, minor: minor)
             }

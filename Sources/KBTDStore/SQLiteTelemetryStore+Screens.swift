@@ -15,21 +15,12 @@ extension SQLiteTelemetryStore {
         }
     }
 
-    /// Remembers up to 8 sources per (key, screen), as `insertReleaseSource` does per release; a
-    /// row already there is not touched.
-    static let insertScreenSource = """
-        INSERT INTO screen_sources(model, os_major, language, orientation, keyboard_type, screen, source, seen_at)
-        SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
-        WHERE (SELECT COUNT(*) FROM screen_sources WHERE model = ?1 AND os_major = ?2 AND language = ?3
-               AND orientation = ?4 AND keyboard_type = ?5 AND screen = ?6 AND source <> ?7) < 8
-        ON CONFLICT DO NOTHING
-        """
     /// Stores which sources reported each (key, screen); returns those stored for the first time
     /// (what the index counts).
     func writeScreenSources(_ sources: [ScreenVariantKey: Set<SourceID>],
                             seenAt: Int64) throws(SQLiteError) -> [ScreenVariantKey: Set<SourceID>] {
         guard !sources.isEmpty else { return [:] }
-        let insert = try statement(Self.insertScreenSource)
+        let insert = try statement(SQLiteVariantTables.screens.insertSource)
         var added: [ScreenVariantKey: Set<SourceID>] = [:]
         for (variant, ids) in sources {
             for id in ids {
@@ -44,37 +35,15 @@ extension SQLiteTelemetryStore {
         return added
     }
 
-    /// Each screen of a key: its docked samples, distinct sources and whether one is a trusted peer.
-    static let screenStandings = """
-        SELECT screen, SUM(samples), 0, 0 FROM screen_counts
-        WHERE model = ?1 AND os_major = ?2 AND language = ?3 AND orientation = ?4 AND keyboard_type = ?5 GROUP BY screen
-        UNION ALL
-        SELECT screen, 0, COUNT(*), MAX(source = 0) FROM screen_sources
-        WHERE model = ?1 AND os_major = ?2 AND language = ?3 AND orientation = ?4 AND keyboard_type = ?5 GROUP BY screen
-        """
-    static let dropScreenCounts = "DELETE FROM screen_counts WHERE \(oneKey) AND screen = ?"
-    static let dropScreenSources = "DELETE FROM screen_sources WHERE \(oneKey) AND screen = ?"
-
     /// Keeps at most `HeightIndex.maxScreensPerKey` screens of each key in `keys`, dropping the
     /// weakest by the index's own rule (`HeightIndex.screensToDrop`). Called for the keys a commit
     /// gave a screen source new to them: a screen new to its key always brings one.
     func boundScreens(of keys: some Sequence<SeriesKey>) throws(SQLiteError) {
-        let standings = try statement(Self.screenStandings)
         for key in keys {
-            var held: [ScreenSize: ScreenStanding] = [:]
-            try standings.forEachRow(Self.keyValues(key)) { row in
-                guard let screen = ScreenSize(row.text(0)) else { return }
-                var standing = held[screen] ?? ScreenStanding(screen: screen, support: ReleaseSupport(), samples: 0)
-                standing.samples += row.int(1)
-                if row.int(2) > 0 {
-                    standing.support = ReleaseSupport(sources: Int(row.int(2)), trusted: row.int(3) != 0)
-                }
-                held[screen] = standing
-            }
-            for screen in HeightIndex.screensToDrop(Array(held.values)) {
-                let values = Self.keyValues(key) + [.text(screen.description)]
-                try statement(Self.dropScreenCounts).run(values)
-                try statement(Self.dropScreenSources).run(values)
+            let held = try variantStandings(.screens, of: key) { ScreenSize($0.text(0)) }
+            let standings = held.map { ScreenStanding(screen: $0.key, support: $0.value.support, samples: $0.value.samples) }
+            for screen in HeightIndex.screensToDrop(standings) {
+                try dropVariant(.screens, of: key, .text(screen.description))
             }
         }
     }

@@ -41,26 +41,19 @@ extension SQLiteTelemetryStore {
 
     public func retireSources(seenBefore cutoff: Int64) throws -> Int {
         try db.inTransaction(.immediate) {
-            // A release's network hash retires with its key's (the key's row was not seen since the
-            // cutoff, or is gone), and where the key keeps 8 other sources, by its own first `seen_at`.
-            // Each release keeps its count of distinct sources.
-            try statement("""
-                UPDATE release_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
-                WHERE source > 0 AND COALESCE(seen_at, 0) < ?1
-                AND NOT EXISTS (SELECT 1 FROM key_sources k WHERE k.model = release_sources.model
-                    AND k.os_major = release_sources.os_major AND k.language = release_sources.language
-                    AND k.orientation = release_sources.orientation AND k.keyboard_type = release_sources.keyboard_type
-                    AND k.source = release_sources.source AND COALESCE(k.seen_at, 0) >= ?1)
-                """).run([.int(cutoff)])
-            // A screen's network hash retires as a release's does.
-            try statement("""
-                UPDATE screen_sources SET source = \(Self.retiredSourceSQL), seen_at = NULL
-                WHERE source > 0 AND COALESCE(seen_at, 0) < ?1
-                AND NOT EXISTS (SELECT 1 FROM key_sources k WHERE k.model = screen_sources.model
-                    AND k.os_major = screen_sources.os_major AND k.language = screen_sources.language
-                    AND k.orientation = screen_sources.orientation AND k.keyboard_type = screen_sources.keyboard_type
-                    AND k.source = screen_sources.source AND COALESCE(k.seen_at, 0) >= ?1)
-                """).run([.int(cutoff)])
+            // A release's (or a screen's) network hash retires with its key's (the key's row was not
+            // seen since the cutoff, or is gone), and where the key keeps 8 other sources, by its own
+            // first `seen_at`. Each release and screen keeps its count of distinct sources.
+            for table in ["release_sources", "screen_sources"] {
+                try statement("""
+                    UPDATE \(table) SET source = \(Self.retiredSourceSQL), seen_at = NULL
+                    WHERE source > 0 AND COALESCE(seen_at, 0) < ?1
+                    AND NOT EXISTS (SELECT 1 FROM key_sources k WHERE k.model = \(table).model
+                        AND k.os_major = \(table).os_major AND k.language = \(table).language
+                        AND k.orientation = \(table).orientation AND k.keyboard_type = \(table).keyboard_type
+                        AND k.source = \(table).source AND COALESCE(k.seen_at, 0) >= ?1)
+                    """).run([.int(cutoff)])
+            }
             // A day's network hash goes once its day is older than the cutoff (its count would
             // not survive retirement: a retired identifier is fresh on every row).
             try statement("DELETE FROM day_sources WHERE source > 0 AND day < ?")

@@ -106,6 +106,68 @@ struct HeightAnswerTests {
         #expect(cachedOnly.isClosedByPeer(within: 30), "the client's half-closure must end the connection")
     }
 
+    /// `HTTP1FastAnswerHandler` answers as the router does: the same bytes sent to a daemon that
+    /// answers cached heights before the router and to one whose debug log sends every request
+    /// through the router get the same statuses, headers (but `Date`) and bodies, and the same
+    /// connection ends; only the first counts fast answers.
+    @Test func cachedHeightsAnswerAsTheRouterDoes() throws {
+        let fast = try TestDaemon().start()
+        defer { #expect(fast.stop() == 0) }
+        let routed = try TestDaemon(extraArguments: ["--log-level", "debug"]).start()
+        defer { #expect(routed.stop() == 0) }
+        try Self.loadChainFleet(into: fast)
+        try Self.loadChainFleet(into: routed)
+        let etag = try #require(try fast.get(Self.height).header("etag"))
+        #expect(try routed.get(Self.height).header("etag") == etag)
+        func get(_ target: String = Self.height, _ fields: String = "") -> String {
+            "GET \(target) HTTP/1.1\r\nHost: kbtd.test\r\n\(fields)\r\n"
+        }
+        // The bytes sent on a new connection, the answers to read (true: to a HEAD), and whether the
+        // daemon then closes the connection (else it must answer one more question on it).
+        let cases: [(bytes: String, answers: [Bool], closes: Bool)] = [
+            (get(), [false], false),
+            (get("/v1/heights?model=iPhone17,1"), [false], false),
+            (get(Self.height, "If-None-Match: \(etag)\r\n"), [false], false),
+            (get(Self.height, "If-None-Match: \"x\"\r\nIf-None-Match: \(etag)\r\n"), [false], false),
+            ("HEAD \(Self.height) HTTP/1.1\r\nHost: kbtd.test\r\n\r\n", [true], false),
+            (get(Self.height, "Content-Length: 0\r\n"), [false], false),
+            (get(Self.height, "Content-Length: 2\r\n") + "{}", [false], false),
+            (get(Self.height, "Transfer-Encoding: chunked\r\n") + "2\r\n{}\r\n0\r\n\r\n", [false], false),
+            (get(Self.height, "Expect: 100-continue\r\n"), [false], false),
+            (get("/v1/height?model="), [false], false),
+            (get("/v1/height/?model=iPhone17,1&language=en-US"), [false], false),
+            (get(Self.height, "Connection: keep-alive\r\n"), [false], false),
+            (get(Self.height, "Connection: close\r\n"), [false], true),
+            (get("/nope") + get() + get("/v1/heights?model=iPhone17,1") + get("/v1/height?model=") + get()
+                + get(Self.height, "If-None-Match: \(etag)\r\n"), Array(repeating: false, count: 6), false),
+            (get() + get(Self.height, "Connection: close\r\n") + get(), [false, false], true),
+        ]
+        for (bytes, answers, closes) in cases {
+            var seen: [[String]] = []
+            for daemon in [fast, routed] {
+                let connection = try daemon.connection()
+                try connection.send(Array(bytes.utf8))
+                var lines: [String] = []
+                for bodiless in answers {
+                    let response = try connection.readResponse(bodiless: bodiless)
+                    lines += ["\(response.status)", response.text]
+                        + response.headers.filter { $0.0.lowercased() != "date" }.map { "\($0.0.lowercased()): \($0.1)" }
+                }
+                if closes {
+                    #expect(connection.isClosedByPeer(within: 30), "\(bytes)")
+                } else {
+                    #expect(try connection.request("GET", Self.height).status == 200, "\(bytes)")
+                }
+                seen.append(lines)
+            }
+            #expect(seen[0] == seen[1], "\(bytes)")
+        }
+        #expect(try fast.metric("kbtd_fast_answers_total{protocol=\"http/1.1\"}") ?? 0 > 0)
+        #expect(try routed.metric("kbtd_fast_answers_total{protocol=\"http/1.1\"}") ?? 0 == 0, "the debug log: the router alone")
+        let counted = "kbtd_http_requests_total{route=\"/v1/height\",status=\"200\"}"
+        #expect(try fast.metric(counted) == routed.metric(counted), "each answer counted once, as the router counts it")
+    }
+
     /// Pipelined requests are answered in the order asked.
     @Test(arguments: [
         // Another route first: every height question behind it waits its turn.

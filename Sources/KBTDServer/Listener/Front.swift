@@ -8,10 +8,10 @@ import Prometheus
 /// The HTTP front: what a request must satisfy and what every answer carries, written once, built
 /// with the app (`KBTDApp.front`). Every path that answers a request asks it: the router's
 /// responder (HTTP/1.1 connections and the h2 streams the frame handlers leave, through
-/// Hummingbird's router and the middlewares), `MalformedRequestHandler` (what NIO's parser refused),
-/// and the two adapters on an h2 connection's frames, `HTTP2FastAnswerHandler` (cached heights) and
-/// `HTTP2BatchHandler` (`POST /v1/batches`), which `Benchmarks/session` keeps: without them the
-/// phone's session costs 17% and 12% more CPU (BENCHMARKS.md).
+/// Hummingbird's router and the middlewares), `HTTP1FastAnswerHandler` (cached heights on HTTP/1.1,
+/// and what NIO's parser refused), and the two adapters on an h2 connection's frames,
+/// `HTTP2FastAnswerHandler` (cached heights) and `HTTP2BatchHandler` (`POST /v1/batches`), which
+/// `Benchmarks/session` keeps: without them the phone's session costs 17% and 12% more CPU (BENCHMARKS.md).
 ///
 /// | rule | where it is written |
 /// |---|---|
@@ -29,8 +29,9 @@ struct Front: Sendable {
     let auth: IngestAuthMiddleware
     let logger: Logger
     private let dates = HTTPDate()
-    /// `kbtd_fast_answers_total{protocol="h2"}` and `kbtd_fast_batches_total{protocol="h2"}`.
+    /// `kbtd_fast_answers_total{protocol="h2"}` and `{protocol="http/1.1"}`, `kbtd_fast_batches_total{protocol="h2"}`.
     private let fastAnswers: Counter
+    private let fastAnswersHTTP1: Counter
     private let fastBatches: Counter
 
     init(heights: HeightRoutes, ingest: IngestRoute, rateLimit: RateLimitMiddleware, auth: IngestAuthMiddleware, logger: Logger) {
@@ -40,6 +41,7 @@ struct Front: Sendable {
         self.auth = auth
         self.logger = logger
         fastAnswers = heights.metrics.fastAnswers(protocol: "h2")
+        fastAnswersHTTP1 = heights.metrics.fastAnswers(protocol: "http/1.1")
         fastBatches = heights.metrics.fastBatches(protocol: "h2")
     }
 
@@ -64,6 +66,16 @@ struct Front: Sendable {
         return answer(target: target, ifNoneMatch: ifNoneMatch)
     }
 
+    /// `heightAnswer` for an HTTP/1.1 request head: one with a `Connection` header (`close`, an
+    /// upgrade) goes to the router, which ends the connection after its answer.
+    func heightAnswer(_ head: HTTPRequest) -> RenderedAnswer? {
+        let fields = head.headerFields
+        guard fields[.connection] == nil else { return nil }
+        return heightAnswer(method: head.method.rawValue, target: head.path, ifNoneMatch: fields[.ifNoneMatch],
+                            repeatedIfNoneMatch: fields[values: .ifNoneMatch].count > 1,
+                            hasBody: fields[.contentLength] != nil || fields[.transferEncoding] != nil)
+    }
+
     /// The rendered answer to `GET target` (the router's cache and framing), or nil when the
     /// router must answer.
     func answer(target: String, ifNoneMatch: String?) -> RenderedAnswer? {
@@ -81,10 +93,10 @@ struct Front: Sendable {
 
     /// Counts a height answer sent outside the router as the router would (`kbtd_http_requests_total`
     /// as `MetricsMiddleware`, `kbtd_height_answers_total` as the route), and in `kbtd_fast_answers_total`.
-    func sent(_ answer: RenderedAnswer) {
+    func sent(_ answer: RenderedAnswer, http1: Bool = false) {
         heights.count(answer)
         answer.requests.increment()
-        fastAnswers.increment()
+        (http1 ? fastAnswersHTTP1 : fastAnswers).increment()
     }
 
     // MARK: Batches

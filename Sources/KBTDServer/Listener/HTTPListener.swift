@@ -59,10 +59,7 @@ public struct HTTPListener: Service {
             acceptors = try await bind { item in
                 if case .terminated = route.yield(item) {
                     // The listener has stopped serving (only after its connections closed): nothing to serve it.
-                    switch item {
-                    case .http1(let connection): connection.channel.close(promise: nil)
-                    case .stream(let stream): stream.channel.close(promise: nil)
-                    }
+                    item.channel.close(promise: nil)
                 }
             }
         } catch {

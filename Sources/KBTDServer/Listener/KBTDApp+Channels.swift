@@ -11,16 +11,17 @@ struct HTTPChannels: Sendable {
 
 extension KBTDApp {
     /// The handlers each request passes after Hummingbird's codec, on an HTTP/1.1 connection and on
-    /// an h2 stream alike: the malformed-request answers and the slowloris deadlines see every
-    /// request and every answer; `100 Continue` goes out as soon as the front allows. An h2 stream
-    /// also gets `EndStreamCoalescer` below the codec (END_STREAM on the answer's last frame).
+    /// an h2 stream alike: the slowloris deadlines see every request and every answer; `100 Continue`
+    /// goes out as soon as the front allows. An HTTP/1.1 connection then gets `HTTP1FastAnswerHandler`
+    /// (parser errors and cached heights, without the router), an h2 stream `EndStreamCoalescer`
+    /// below the codec (END_STREAM on the answer's last frame).
     func requestHandlers(h2: Bool, limits: ServerSettings.Limits) -> [any RemovableChannelHandler] {
         let streamFraming: [any RemovableChannelHandler] = h2 ? [EndStreamCoalescer.Installer()] : []
-        return streamFraming + [MalformedRequestHandler(front),
+        return streamFraming + [
          RequestDeadlineHandler(headerTimeout: .seconds(Int64(limits.headerTimeoutSeconds)),
                                 bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds)),
                                 idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),
-         ExpectContinueHandler(front)]
+         ExpectContinueHandler(front)] + (h2 ? [] : [HTTP1FastAnswerHandler(front)])
     }
 
     /// The channels that answer with this app, adding the `Date` header (`Front.date`) Hummingbird's

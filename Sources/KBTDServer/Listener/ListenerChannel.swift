@@ -16,19 +16,17 @@ import NIOTLS
 ///
 /// All of it is set up on the connection's event loop, in the accept's child initializer and the
 /// ALPN callback: nothing waits for the handshake on the async side. What the router must serve is
-/// handed to `route` as `Work` (an HTTP/1.1 connection, or an h2 stream the multiplexer opened), and
-/// `HTTPListener` serves it in a task; an h2 connection whose requests are all answered from the
-/// frames (cached heights, batches) never has a task.
+/// handed to `route` as `Work` (an HTTP/1.1 connection, or an h2 stream the multiplexer opened: the
+/// same async channel of request and response parts), and `HTTPListener` serves it in a task; an h2
+/// connection whose requests are all answered from the frames (cached heights, batches) never has a task.
 struct ListenerChannel: Sendable {
     /// What the router serves, in a task of the listener's.
-    enum Work: Sendable {
-        case http1(HTTP1Channel.Value)
-        case stream(HTTP2Connection.Stream)
-    }
+    typealias Work = HTTP1Channel.Value
     typealias Route = @Sendable (Work) -> Void
 
-    let http1: HTTP1Channel
-    let http2: HTTP2Connection
+    /// Hummingbird's HTTP/1.1 channel, and the h2 connection whose streams get the same handlers
+    /// (`KBTDApp.channels`); HPACK, flow control and framing stay swift-nio-http2's.
+    let channels: HTTPChannels
     /// nil: plain HTTP/1.1.
     let tls: TLSContextBox?
     let proxyProtocol: Bool
@@ -36,19 +34,6 @@ struct ListenerChannel: Sendable {
     let metrics: ServerMetrics
     /// A TLS connection (and its PROXY header) must be through the handshake by then, like a request head.
     let handshakeTimeout: TimeAmount
-
-    init(channels: HTTPChannels, tls: TLSContextBox?, proxyProtocol: Bool, clients: ClientAddressResolver,
-         metrics: ServerMetrics, handshakeTimeout: TimeAmount) {
-        http1 = channels.http1
-        // Cached heights are answered from the frames; other streams get the handlers HTTP/1.1
-        // connections get (`KBTDApp.channels`); HPACK, flow control and framing stay swift-nio-http2's.
-        http2 = channels.http2
-        self.tls = tls
-        self.proxyProtocol = proxyProtocol
-        self.clients = clients
-        self.metrics = metrics
-        self.handshakeTimeout = handshakeTimeout
-    }
 
     /// Stacks the connection's pipeline (on its event loop).
     func setup(channel: any Channel, logger: Logger, route: @escaping Route) -> EventLoopFuture<Void> {
@@ -66,13 +51,13 @@ struct ListenerChannel: Sendable {
             // The handshake (and a PROXY header before it) must be done by then, like a request head.
             let deadline = channel.eventLoop.scheduleTask(in: handshakeTimeout) { channel.close(promise: nil) }
             channel.closeFuture.whenComplete { _ in deadline.cancel() }
-            let http2 = self.http2
+            let http2 = channels.http2
             try pipeline.addHandler(ApplicationProtocolNegotiationHandler { [self] result, channel in
                 deadline.cancel()
                 switch result {
                 case .negotiated("h2"):
                     return channel.eventLoop.makeCompletedFuture {
-                        try http2.configure(channel: channel, logger: logger) { route(.stream($0)) }
+                        try http2.configure(channel: channel, logger: logger, route: route)
                     }
                 case .negotiated("http/1.1"), .fallback:
                     // An answer's head and body go to TLS as one write: one record, not two.
@@ -96,13 +81,12 @@ struct ListenerChannel: Sendable {
     /// Hummingbird's HTTP/1.1 pipeline (`HTTP1Channel.setup`, with kbtd's request handlers), the
     /// connection handed to the router's side (`route`).
     private func setupHTTP1(channel: any Channel, logger: Logger, route: @escaping Route) -> EventLoopFuture<Void> {
-        http1.setup(channel: channel, logger: logger).map { route(.http1($0)) }
+        channels.http1.setup(channel: channel, logger: logger).map { route($0) }
     }
 
+    /// Serves a connection's or an h2 stream's requests with the router (`HTTP1Channel.handle`: both
+    /// channels answer with one responder).
     func handle(_ work: Work, logger: Logger) async {
-        switch work {
-        case .http1(let connection): await http1.handle(value: connection, logger: logger)
-        case .stream(let stream): await http2.handle(stream: stream, logger: logger)
-        }
+        await channels.http1.handle(value: work, logger: logger)
     }
 }

@@ -1,0 +1,86 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+
+/// What an HTTP/1.1 connection answers without the router, on the parts NIO's parser and Hummingbird's
+/// codec made (after the deadlines, which see every request and answer: `KBTDApp.requestHandlers`):
+/// - a request `Front.heightAnswer` lets a path outside the router answer (a cached height), with the
+///   router's fields, `Date` and body (`Front.sent` counts it as the router would), as
+///   `HTTP2FastAnswerHandler` answers h2 streams: no task, no router. Every other request goes on,
+///   and so does every request while the router owes an earlier one its answer (answers stay in order);
+/// - a request NIO's parser refused (a 1 MB URI, 200 KB of headers, garbage): a JSON answer, then the
+///   connection closes. Bytes pipelined after a `Connection: close` request get none: they are not requests.
+final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let front: Front
+    /// Requests passed to the router whose answer has not ended yet.
+    private var unanswered = 0
+    /// The answer to the request taken here, sent at its end (it has no body: `Front.heightAnswer`).
+    private var pending: RenderedAnswer?
+    /// True once a parser error was answered.
+    private var refused = false
+
+    init(_ front: Front) {
+        self.front = front
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            if unanswered == 0, let answer = front.heightAnswer(head) {
+                pending = answer
+                return
+            }
+            unanswered += 1
+        case .body:
+            break
+        case .end:
+            if let answer = pending {
+                pending = nil
+                front.sent(answer, http1: true)
+                send(HTTPResponse(status: answer.reply.status, headerFields: answer.fields(date: front.date())), answer.body,
+                     context: context, promise: nil)
+                return
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    /// The router's answers (only they pass here): the end of one settles a request passed on.
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data), unanswered > 0 { unanswered -= 1 }
+        context.write(data, promise: promise)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard let parserError = error as? HTTPParserError else { return context.fireErrorCaught(error) }
+        guard parserError != .closedConnection, !refused else { return }
+        refused = true
+        let status: HTTPResponse.Status = parserError == .headerOverflow ? .init(code: 431, reasonPhrase: "Request Header Fields Too Large") : .badRequest
+        // The body every error answer has (`JSONAnswer.error`); the head is this handler's own, as
+        // the connection closes after it.
+        let bytes = JSONAnswer.error(
+            status, status == .badRequest ? "malformed request" : "request head too large",
+            detail: status == .badRequest
+                ? "the request is not valid HTTP/1.1 (\(parserError))"
+                : "the request line and headers exceed the server's limit"
+        ).body
+        front.metrics.request(route: "malformed", status: status.code)
+        let sent = context.eventLoop.makePromise(of: Void.self)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        sent.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
+        send(HTTPResponse(status: status, headerFields: [.contentType: "application/json", .contentLength: String(bytes.readableBytes),
+                                                         .connection: "close", .date: front.date()]), bytes, context: context, promise: sent)
+    }
+
+    private func send(_ head: HTTPResponse, _ body: ByteBuffer?, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if let body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
+    }
+}

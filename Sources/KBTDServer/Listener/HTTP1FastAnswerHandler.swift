@@ -8,7 +8,8 @@ import NIOHTTPTypes
 /// - a request `Front.heightAnswer` lets a path outside the router answer (a cached height), with the
 ///   router's fields, `Date` and body (`Front.sent` counts it as the router would), as
 ///   `HTTP2FastAnswerHandler` answers h2 streams: no task, no router. Every other request goes on,
-///   and so does every request while the router owes an earlier one its answer (answers stay in order);
+///   and so does every request while the router owes an earlier one its answer (answers stay in order)
+///   or the client leaves answers unread (the router's writer stops the reading);
 /// - a request NIO's parser refused (a 1 MB URI, 200 KB of headers, garbage): a JSON answer, then the
 ///   connection closes. Bytes pipelined after a `Connection: close` request get none: they are not requests.
 final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
@@ -32,7 +33,9 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            if unanswered == 0, let answer = front.heightAnswer(head) {
+            // Not while the client leaves earlier answers unread: the router's writer then holds
+            // the reading back (NIOAsyncChannel), so unread answers cannot pile up here.
+            if unanswered == 0, context.channel.isWritable, let answer = front.heightAnswer(head) {
                 pending = answer
                 return
             }

@@ -37,7 +37,7 @@ struct FrontBoundsTests {
         let app = try InProcessApp()
         let front = {
             HTTP2FrameFront(app.app.front, clients: ClientAddressResolver(app.app.settings.current),
-                            deadlines: RequestDeadlines(app.app.settings.current.limits), updateAllowance: 10)
+                            deadlines: RequestDeadlines(app.app.settings.current.limits), windowUpdateAllowance: 10)
         }
         /// The frames the front wrote, less the connection window it opens at the client's first frame.
         func written(_ channel: EmbeddedChannel) throws -> [HTTP2Frame.FramePayload] {

@@ -46,7 +46,7 @@ import Synchronization
 /// client may send them without end (`+1` at a time) while nothing is sent to it. An honest client opens
 /// a window because it read DATA: at most one WINDOW_UPDATE for the stream and one for the connection per
 /// DATA frame written (here or by the multiplexer, whose frames pass this handler). So in any
-/// `updateWindow` (30 s) a connection may send `updateAllowance` (200) plus two per DATA frame written to
+/// `windowUpdatePeriod` (30 s) a connection may send `windowUpdateAllowance` (200) plus two per DATA frame written to
 /// it in that window; past it the connection ends with GOAWAY `ENHANCE_YOUR_CALM`, as a PING flood does.
 final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, DeadlineKeeper {
     typealias InboundIn = HTTP2Frame
@@ -64,8 +64,8 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
     /// intake); a larger body (up to `max_samples_per_batch`, milliseconds of intake) is counted on the
     /// cooperative pool, so the loop's other connections (height answers) do not wait.
     static let onLoopJSONBytes = 64 << 10
-    static let updateAllowance = 200
-    static let updateWindow = TimeAmount.seconds(30)
+    static let windowUpdateAllowance = 200
+    static let windowUpdatePeriod = TimeAmount.seconds(30)
 
     /// What a stream served here waits for.
     private enum Phase {
@@ -90,8 +90,7 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
     private let front: Front
     private let clients: ClientAddressResolver
     private let deadlines: RequestDeadlines
-    private let updateAllowance: Int
-    private let updateWindow: TimeAmount
+    private let windowUpdateAllowance: Int
     /// The streams served here and not closed yet, and how many of them are batches.
     private var streams: [HTTP2StreamID: Served] = [:]
     private var batches = 0
@@ -118,12 +117,11 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
     var onLoopJSONBytes = HTTP2FrameFront.onLoopJSONBytes
 
     init(_ front: Front, clients: ClientAddressResolver, deadlines: RequestDeadlines,
-         updateAllowance: Int = HTTP2FrameFront.updateAllowance, updateWindow: TimeAmount = HTTP2FrameFront.updateWindow) {
+         windowUpdateAllowance: Int = HTTP2FrameFront.windowUpdateAllowance) {
         self.front = front
         self.clients = clients
         self.deadlines = deadlines
-        self.updateAllowance = updateAllowance
-        self.updateWindow = updateWindow
+        self.windowUpdateAllowance = windowUpdateAllowance
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -412,7 +410,7 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
         guard !flooded else { return false }
         rollCounts(context)
         updates += 1
-        guard updates > updateAllowance + 2 * dataFrames else { return true }
+        guard updates > windowUpdateAllowance + 2 * dataFrames else { return true }
         flooded = true
         let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .enhanceYourCalm, opaqueData: nil))
         // Closed at once: frames of the same read that NIOHTTP2Handler has still to parse would otherwise
@@ -430,7 +428,7 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
     /// Starts a new window of counts once the current one has passed.
     private func rollCounts(_ context: ChannelHandlerContext) {
         let now = context.eventLoop.now
-        if let since = countedSince, now - since < updateWindow { return }
+        if let since = countedSince, now - since < Self.windowUpdatePeriod { return }
         countedSince = now
         updates = 0
         dataFrames = 0

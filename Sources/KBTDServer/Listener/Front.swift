@@ -21,7 +21,8 @@ import Prometheus
 /// | status, fields, body, refusal bodies | `HeightRoutes.rendered`, `IngestRoute` (`JSONAnswer`, `JSONRefusal`) |
 /// | `Date` | `date()` |
 /// | request metrics | `MetricsMiddleware` on the router, `sent(_:)` for every other answer |
-/// | deadlines: head, body, idle; an h2 answer's wait for the window | `RequestDeadlines` (`RequestDeadlineHandler`, `HTTP2FrameFront`) |
+/// | deadlines: TLS handshake, head, body, idle, an h2 answer's wait for the window | `RequestDeadlines` (lengths, when each starts) |
+/// | keeping them, one timer a connection | `RequestDeadlineHandler` (HTTP/1.1, router streams), `HTTP2FrameFront`, `ListenerChannel` |
 /// | idle h2 connection (no stream open) | `RequestDeadlines.idle`, kept by `NIOHTTP2ServerConnectionManagementHandler` |
 struct Front: Sendable {
     let heights: HeightRoutes

@@ -78,6 +78,7 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
         case answered
     }
 
+    /// A stream served here, until swift-nio-http2 reports it closed.
     private struct Served {
         var phase: Phase
         /// The batch's client; nil for a height answer.

@@ -2,7 +2,7 @@ import Foundation
 import KBTDCore
 import Testing
 
-/// Batches on h2 streams are read and answered from the frames (`HTTP2BatchHandler`), with the
+/// Batches on h2 streams are read and answered from the frames (`HTTP2FrameFront`), with the
 /// router's answers: each case is sent over h2 to `/v1/batches` (the batch path) and over HTTP/1.1
 /// (the router's path), and the two answers must have the same
 /// status, header fields (but `Date`; h2 names are lower-case) and body.

@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -46,7 +47,8 @@ let package = Package(
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
         // The domain: batches, field rules and the intake, aggregation keys, histograms, the estimator. No I/O.
-        .target(name: "KBTDCore", swiftSettings: strict),
+        .target(name: "KBTDCore", dependencies: [.product(name: "OrderedCollections", package: "swift-collections")],
+                swiftSettings: strict),
         // Presentation of the domain, no I/O: the dashboard page, the stats and backtest formatters, the height table export.
         .target(name: "KBTDReport", dependencies: ["KBTDCore"], swiftSettings: strict),
         // The references BatchIntake and BodyInflater are checked against (the fuzz oracles): the tree parser and

@@ -18,9 +18,9 @@ public struct HeightIndex: Sendable {
     var strings = IndexStrings()
     /// Every level's stats; levels refer to them by position.
     var slots: [LevelStats] = []
-    var seriesSlots: [PackedSeriesKey: UInt32] = [:]
-    var modelLanguageSlots: [PackedLevelKey: LevelSlot] = [:]
-    var modelSlots: [PackedLevelKey: LevelSlot] = [:]
+    var seriesSlots = CompactMap<PackedSeriesKey, UInt32>()
+    var modelLanguageSlots = CompactMap<PackedLevelKey, LevelSlot>()
+    var modelSlots = CompactMap<PackedLevelKey, LevelSlot>()
     /// model → its model+language keys, in the order they appeared, for `/v1/heights`.
     var modelLanguagesByModel: [UInt32: [PackedLevelKey]] = [:]
     /// (language, orientation, type) → models with docked heights for it.
@@ -180,7 +180,7 @@ public struct HeightIndex: Sendable {
     /// Merges one exact key's delta into a coarser level (the exact key's own
     /// slot, `seriesSlot`, already holds it); returns whether the level key is new.
     @discardableResult
-    private static func merge(_ stats: LevelStats, into level: inout [PackedLevelKey: LevelSlot], _ key: PackedLevelKey,
+    private static func merge(_ stats: LevelStats, into level: inout CompactMap<PackedLevelKey, LevelSlot>, _ key: PackedLevelKey,
                               from seriesSlot: UInt32, slots: inout [LevelStats]) -> Bool {
         guard let entry = level[key] else {
             // A new level key: so far it is exactly this exact key.

@@ -36,7 +36,7 @@ public struct IndexedKeys: Sendable {
     }
 
     /// By fingerprint (internal: `IndexedKeys+Admission` decides over them).
-    var entries: [UInt64: Compact] = [:]
+    var entries = CompactMap<UInt64, Compact>()
     /// Bytes of one entry's value (32: the trusted-row bits sit in what was padding).
     static var entryStride: Int { MemoryLayout<Compact>.stride }
     /// Model, language and keyboard-type strings, each held once.

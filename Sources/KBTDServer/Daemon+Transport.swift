@@ -27,7 +27,7 @@ struct Transport: Sendable {
         let options = Self.options(for: socket, settings)
         return ListenerChannel(
             channels: channels, tls: options.tls ? tls : nil, proxyProtocol: options.proxyProtocol, clients: clients,
-            metrics: metrics, handshakeTimeout: .seconds(Int64(settings.limits.headerTimeoutSeconds)))
+            metrics: metrics, handshakeTimeout: RequestDeadlines(settings.limits).head)
     }
 
     /// What `socket` speaks. Unix sockets are plain. A TCP socket takes its `listen` entry's

@@ -5,7 +5,7 @@ import Testing
 /// The h2 red-team cases against the real daemon's TLS listener, with a client that builds
 /// frames by hand over Python's `ssl` (no HTTP/2 library: it must be free to break the protocol):
 /// rapid reset (CVE-2023-44487; on `/healthz`, which the router answers on a stream channel, and on
-/// `/v1/heights`, which `HTTP2FastAnswerHandler` answers from the frames), a CONTINUATION flood (CVE-2024-27316 style), an HPACK bomb (16 KB
+/// `/v1/heights`, which `HTTP2FrameFront` answers from the frames), a CONTINUATION flood (CVE-2024-27316 style), an HPACK bomb (16 KB
 /// of references to a 4,000-byte dynamic-table entry, 64 MB decoded) and a dynamic-table-size update
 /// far above the advertised table. Each must end the connection (GOAWAY, or the stream refused)
 /// within a bounded number of frames, leave the daemon's memory within a bound far below what the

@@ -173,7 +173,7 @@ print(json.dumps({"status_ok": ok and done, "after_fin_bytes": len(after)}))
 """#
 
     /// Many streams in flight on one h2 connection (curl --parallel), cached heights answered from the
-    /// frames (`HTTP2FastAnswerHandler`) between streams the router serves: every answer right, the
+    /// frames (`HTTP2FrameFront`) between streams the router serves: every answer right, the
     /// heights byte for byte the HTTP/1.1 answer, the 304s bodiless, each fast answer counted once.
     @Test func cachedAnswersAndRouterStreamsShareOneConnection() throws {
         let (daemon, pair) = try Self.tlsDaemon()

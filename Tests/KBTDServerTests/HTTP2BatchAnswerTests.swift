@@ -11,7 +11,7 @@ import NIOHTTP2
 @testable import KBTDServer
 import Testing
 
-/// `HTTP2BatchHandler`'s answers leaving the event loop: the answers the commits finish while the
+/// `HTTP2FrameFront`'s batch answers leaving the event loop: the answers the commits finish while the
 /// loop is busy go out together, with one flush (one TLS record, one `write`), where each answer
 /// used to be flushed on its own. A real client `NIOHTTP2Handler` and the server's frame layer with
 /// `FlushCoalescer` (as TLS sees it), on two testing channels whose event loop runs only when the
@@ -22,7 +22,7 @@ struct HTTP2BatchAnswerTests {
     struct Link {
         let server: NIOAsyncTestingChannel
         let client: NIOAsyncTestingChannel
-        let answers: HTTP2BatchHandler.Answers
+        let answers: HTTP2FrameFront.Answers
 
         init(_ app: InProcessApp) async throws {
             let clients = ClientAddressResolver(app.app.settings.current)
@@ -30,7 +30,7 @@ struct HTTP2BatchAnswerTests {
             self.server = server
             self.client = client
             answers = try await server.testingEventLoop.executeInContext {
-                let handler = HTTP2BatchHandler(app.app.front, clients: clients, bodyTimeout: .seconds(30))
+                let handler = HTTP2FrameFront(app.app.front, clients: clients, deadlines: RequestDeadlines(app.app.settings.current.limits))
                 // Every batch's task on the pool (as a batch over 64 KiB of JSON's): the test holds
                 // the loop while the commits finish, which a task on the loop could not do.
                 handler.onLoopJSONBytes = 0

@@ -9,7 +9,7 @@ import Testing
 
 /// kbtd's h2 connection (`HTTP2Connection`) in-process: a real client `NIOHTTP2Handler` talks to the
 /// server pipeline a TLS listener stacks once ALPN chose h2, bytes carried between two embedded
-/// channels. Cached heights are answered from the frames (`HTTP2FastAnswerHandler`) with the
+/// channels. Cached heights and batches are served from the frames (`HTTP2FrameFront`), heights with the
 /// router's fields and bytes; every other stream goes to the multiplexer, whose streams the router serves.
 @Suite("The h2 connection built with the app", .timeLimit(.minutes(1)))
 struct HTTP2FrontTests {
@@ -215,5 +215,42 @@ struct HTTP2FrontTests {
             if frame.streamID == 1, case .rstStream(let code) = frame.payload { reset = code }
         }
         #expect(reset == .cancel, "the stalled stream is reset")
+    }
+
+    /// One connection, one timer, two deadlines (`RequestDeadlines`): a batch whose body stops coming is
+    /// reset `body_timeout_seconds` after its HEADERS, an answer the client's window never admits
+    /// `idle_timeout_seconds` after it was written; neither earlier, and neither resets the other
+    /// (a virtual clock: the embedded loop's).
+    @Test func aSlowBatchBodyAndAStalledAnswerAreEachResetAtTheirOwnDeadline() async throws {
+        let app = try InProcessApp(environment: ["KBTD_BODY_TIMEOUT_SECONDS": "20", "KBTD_IDLE_TIMEOUT_SECONDS": "50"])
+        let link = try await Link(app, clientSettings: [HTTP2Setting(parameter: .initialWindowSize, value: 0),
+                                                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 100)])
+        defer { link.finish() }
+        let stalled = try link.get("/v1/heights?model=iPhone17,1", stream: 1)
+        #expect(stalled.count == 1, "only the HEADERS frame goes out: \(stalled)")
+        let block = HPACKHeaders([(":method", "POST"), (":scheme", "https"), (":authority", "kbtd.test"), (":path", "/v1/batches"),
+                                  ("content-type", "application/json"), ("content-length", "1000")])
+        try link.client.writeOutbound(HTTP2Frame(streamID: 3, payload: .headers(.init(headers: block))))
+        let part = ByteBuffer(string: "{\"batch_id\"")  // the body stops coming here
+        try link.client.writeOutbound(HTTP2Frame(streamID: 3, payload: .data(.init(data: .byteBuffer(part)))))
+        try link.shuttle()
+        /// The streams reset (RST_STREAM CANCEL) after `seconds` more of the loop's clock.
+        func resets(after seconds: Int64) throws -> [HTTP2StreamID] {
+            link.server.embeddedEventLoop.advanceTime(by: .seconds(seconds))
+            try link.shuttle()
+            var reset: [HTTP2StreamID] = []
+            while let frame = try link.client.readInbound(as: HTTP2Frame.self) {
+                if case .rstStream(let code) = frame.payload {
+                    #expect(code == .cancel)
+                    reset.append(frame.streamID)
+                }
+            }
+            return reset
+        }
+        #expect(try resets(after: 19) == [], "nothing before the body deadline")
+        #expect(try resets(after: 1) == [3], "the slow body's stream at body_timeout_seconds")
+        #expect(try resets(after: 29) == [], "nothing before the idle deadline")
+        #expect(try resets(after: 1) == [1], "the stalled answer's stream at idle_timeout_seconds")
+        #expect(try await app.metric("kbtd_fast_answers_total{protocol=\"h2\"}") == 1)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import KeyboardTelemetryClient
 
 /// The real file system, with every call written down: which operation, on which path, and the
-/// name of the thread that made it (to show that a caller's thread made none).
+/// label of the thread that made it (to show that a caller's thread made none).
 public final class RecordingFileSystem: TelemetryFileSystem, @unchecked Sendable {  // guarded by `lock`
     /// One call.
     public struct Call: Sendable, Equatable {
@@ -10,7 +10,7 @@ public final class RecordingFileSystem: TelemetryFileSystem, @unchecked Sendable
         public var operation: String
         /// The path operated on (the source of a move).
         public var path: String
-        /// `Thread.current.name` at the call (nil or empty for unnamed threads).
+        /// The calling thread's label (`label(currentThread:)`), nil for a thread without one.
         public var thread: String?
     }
 
@@ -21,11 +21,23 @@ public final class RecordingFileSystem: TelemetryFileSystem, @unchecked Sendable
     /// Records calls to `inner` (the local file system by default).
     public init(_ inner: any TelemetryFileSystem = LocalFileSystem()) { self.inner = inner }
 
+    private static let labelKey = "RecordingFileSystem.thread"
+
+    /// Labels the current thread for `Call.thread`. Not its name: on Linux a thread starts with
+    /// the name of the thread that started it, so a pool thread a labelled caller happens to
+    /// start would carry the caller's name; a thread's dictionary is its own.
+    public static func label(currentThread label: String) {
+        Thread.current.threadDictionary[labelKey] = label
+    }
+
+    /// The current thread's label, nil when it has none.
+    public static var currentThreadLabel: String? { Thread.current.threadDictionary[labelKey] as? String }
+
     /// Every call so far, in order.
     public var calls: [Call] { lock.withLock { log } }
 
     private func note(_ operation: String, _ url: URL) {
-        let call = Call(operation: operation, path: url.path, thread: Thread.current.name)
+        let call = Call(operation: operation, path: url.path, thread: Self.currentThreadLabel)
         lock.withLock { log.append(call) }
     }
 

@@ -7,12 +7,12 @@ import Testing
 /// and `estimatedHeight` answers from the bundled table and defaults until it has.
 @Suite("KeyboardTelemetryClient start-up", .serialized)  // a gated read holds one of the pool's threads
 struct StartupTests {
-    /// Runs `body` on a thread of its own named `name` (never one of the client's tasks' threads).
-    /// The name is set from inside: on Linux a name set before `start()` does not reach the thread.
+    /// Runs `body` on a thread of its own labelled `name` for `RecordingFileSystem` (never one of the
+    /// client's tasks' threads).
     static func onThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             Thread {
-                Thread.current.name = name
+                RecordingFileSystem.label(currentThread: name)
                 continuation.resume(returning: body())
             }.start()
         }
@@ -40,7 +40,7 @@ struct StartupTests {
             let estimates = [client.heightEstimate(language: "en-US", orientation: .portrait),
                              client.heightEstimate(language: "ko-KR", orientation: .portrait)]
             _ = client.shouldPrewarmKeyboard()
-            return (client, estimates, Thread.current.name)
+            return (client, estimates, RecordingFileSystem.currentThreadLabel)
         }
         #expect(caller == "caller", "the recording can tell the caller's thread apart")
         await client.waitUntilLoaded()

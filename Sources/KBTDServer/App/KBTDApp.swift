@@ -32,7 +32,7 @@ public final class KBTDApp: Sendable {
     /// The HTTP front's rules and what every answer carries, for every path (`Listener/Front`).
     let front: Front
     /// `POST /v1/batches` and its two middlewares: the router's, and the h2 batch path's
-    /// (`HTTP2BatchHandler`, through `Front`), one set of rules for both.
+    /// (`HTTP2FrameFront`, through `Front`), one set of rules for both.
     let ingest: IngestRoute
     let rateLimit: RateLimitMiddleware
     let ingestAuth: IngestAuthMiddleware

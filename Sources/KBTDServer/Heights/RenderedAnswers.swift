@@ -7,7 +7,7 @@ import Synchronization
 /// One height answer as every path sends it: the reply, framed once (the response framer of the
 /// HTTP front). The router's handlers send `fields` and `body` as a `Response`, h2 streams and
 /// HTTP/1.1 connections at the level of parts send them as parts, the HTTP/1.1 bytes path
-/// writes `head` and `body`, and an h2 connection's frame-level path (`HTTP2FastAnswerHandler`)
+/// writes `head` and `body`, and an h2 connection's frame-level path (`HTTP2FrameFront`)
 /// sends `h2Head` and `body` as frames; each adds only the `Date` of the second it sends.
 struct RenderedAnswer: Sendable {
     var generation: UInt64

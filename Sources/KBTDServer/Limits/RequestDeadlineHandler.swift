@@ -2,35 +2,27 @@ import HummingbirdCore
 import NIOHTTPTypes
 import NIOCore
 
-/// Closes connections that send too slowly (slowloris): a new connection must
-/// deliver a complete request head within `headerTimeout`; once the head is
-/// in, the whole body must arrive within `bodyTimeout`. Between keep-alive
-/// requests the next head must arrive within `idleTimeout`. Trickling a byte
-/// at a time resets nothing: the deadlines are absolute.
+/// Closes connections that send too slowly (slowloris), by `RequestDeadlines`: a new connection's
+/// first request head, a request's whole body, and the next head between keep-alive requests
+/// each have a deadline; while a request is being answered there is none. One `DeadlineTimer`
+/// serves all three. On an h2 stream the router serves, the same rules close the stream.
 ///
-/// One timer serves all three deadlines: moving a deadline later only records
-/// it (the timer, when it fires early, sleeps again until the recorded one),
-/// so a keep-alive connection's requests cost a clock read each, not a timer
-/// cancelled and scheduled three times.
-final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
+/// It keeps the idle deadline too: Hummingbird's own idle timer (`HTTP1Channel.Configuration.idleTimeout`)
+/// restarts on every read, so it cannot hold the absolute head and body deadlines, and would be a second timer.
+final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler, DeadlineKeeper {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
-    private let headerTimeout: TimeAmount
-    private let bodyTimeout: TimeAmount
-    private let idleTimeout: TimeAmount
-    /// When the connection is closed unless something resets it; nil: no deadline (a request is being answered).
+    private let deadlines: RequestDeadlines
+    /// When the connection is closed unless something moves it; nil: no deadline (a request is being answered).
     private var deadline: NIODeadline?
-    private var timer: Scheduled<Void>?
-    private var timerAt = NIODeadline.distantFuture
+    private let timer = DeadlineTimer()
     private var armedOnActive = false
 
-    init(headerTimeout: TimeAmount, bodyTimeout: TimeAmount, idleTimeout: TimeAmount) {
-        self.headerTimeout = headerTimeout
-        self.bodyTimeout = bodyTimeout
-        self.idleTimeout = idleTimeout
+    init(_ deadlines: RequestDeadlines) {
+        self.deadlines = deadlines
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -53,54 +45,40 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head: arm(context, bodyTimeout)
+        case .head: move(context, after: .head)
         case .body: break
-        case .end: deadline = nil
+        case .end: move(context, after: .bodyEnded)
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { arm(context, idleTimeout) }
+        if case .end = unwrapOutboundIn(data) { move(context, after: .answered) }
         context.write(data, promise: promise)
+    }
+
+    func deadlinesDue(context: ChannelHandlerContext) {
+        guard let deadline else { return }
+        if deadline <= context.eventLoop.now {
+            context.close(promise: nil)
+        } else {
+            timer.arm(deadline, self, context)
+        }
     }
 
     private func armFirstHead(_ context: ChannelHandlerContext) {
         guard !armedOnActive else { return }
         armedOnActive = true
-        arm(context, headerTimeout)
+        move(context, after: .opened)
     }
 
-    private func arm(_ context: ChannelHandlerContext, _ timeout: TimeAmount) {
-        let at = NIODeadline.now() + timeout
-        deadline = at
-        // A timer due no later than `at` will find the new deadline when it fires.
-        if timer == nil || timerAt > at { schedule(context, at) }
-    }
-
-    private func schedule(_ context: ChannelHandlerContext, _ at: NIODeadline) {
-        timer?.cancel()
-        timerAt = at
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(deadline: at) {
-            let (handler, context) = bound.value
-            handler.fire(context)
-        }
-    }
-
-    private func fire(_ context: ChannelHandlerContext) {
-        timer = nil
-        guard let deadline else { return }
-        if deadline <= .now() {
-            context.close(promise: nil)
-        } else {
-            schedule(context, deadline)
-        }
+    private func move(_ context: ChannelHandlerContext, after moment: RequestDeadlines.Moment) {
+        deadline = deadlines.deadline(after: moment, now: context.eventLoop.now)
+        if let deadline { timer.arm(deadline, self, context) }
     }
 
     private func stop() {
-        timer?.cancel()
-        timer = nil
+        timer.cancel()
         deadline = nil
     }
 }

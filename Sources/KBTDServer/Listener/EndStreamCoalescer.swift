@@ -1,6 +1,5 @@
 import NIOCore
 import NIOHTTP2
-import NIOHTTPTypesHTTP2
 
 /// Puts an h2 answer's END_STREAM on its last frame instead of a separate empty DATA frame.
 ///
@@ -16,7 +15,7 @@ import NIOHTTPTypesHTTP2
 /// the DATA frame that brings the body to its `Content-Length`) is held until the end arrives
 /// (the next write: nothing is left to send), and goes out carrying END_STREAM. Answers without a
 /// `Content-Length`, trailers, and anything else pass unchanged. It sits in each stream's
-/// pipeline right below Hummingbird's codec, put there by `EndStreamCoalescer.Installer`.
+/// pipeline right below Hummingbird's codec (`HTTP2Connection`).
 final class EndStreamCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
@@ -50,8 +49,8 @@ final class EndStreamCoalescer: ChannelOutboundHandler, RemovableChannelHandler 
         case .data(let end) where end.endStream && end.data.readableBytes == 0:
             if let (frame, heldPromise) = held {
                 held = nil
-                let combined = combine(heldPromise, promise, on: context.eventLoop)
-                context.write(wrapOutboundOut(ending(frame)), promise: combined)
+                if let heldPromise, let promise { heldPromise.futureResult.cascade(to: promise) }
+                context.write(wrapOutboundOut(ending(frame)), promise: heldPromise ?? promise)
                 return
             }
         default:
@@ -89,36 +88,6 @@ final class EndStreamCoalescer: ChannelOutboundHandler, RemovableChannelHandler 
             return .data(body)
         default:
             return payload
-        }
-    }
-
-    private func combine(_ first: EventLoopPromise<Void>?, _ second: EventLoopPromise<Void>?,
-                         on loop: any EventLoop) -> EventLoopPromise<Void>? {
-        switch (first, second) {
-        case (nil, nil): return nil
-        case (let one?, nil), (nil, let one?): return one
-        case (let one?, let two?):
-            one.futureResult.cascade(to: two)
-            return one
-        }
-    }
-
-    /// Listed among a stream's request handlers (which go after the codec), it puts an
-    /// `EndStreamCoalescer` right before the stream's HTTP/2 codec and removes itself. Without
-    /// that codec (the handlers tested on their own), it only removes itself.
-    final class Installer: ChannelInboundHandler, RemovableChannelHandler {
-        typealias InboundIn = Never
-
-        func handlerAdded(context: ChannelHandlerContext) {
-            let pipeline = context.pipeline.syncOperations
-            if let codec = try? pipeline.handler(type: HTTP2FramePayloadToHTTPServerCodec.self) {
-                do {
-                    try pipeline.addHandler(EndStreamCoalescer(), position: .before(codec))
-                } catch {
-                    context.fireErrorCaught(error)
-                }
-            }
-            pipeline.removeHandler(context: context, promise: nil)
         }
     }
 }

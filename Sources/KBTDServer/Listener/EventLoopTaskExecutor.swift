@@ -3,7 +3,7 @@ import NIOCore
 /// An event loop as a `TaskExecutor`: a task that prefers it runs its nonisolated code on the loop's
 /// thread, starts there, and resumes there whichever thread resumes it (the group-commit writer's,
 /// or any other). The h2 batch path runs a batch's intake and commit in such a task
-/// (`HTTP2BatchHandler`), so a batch needs no cooperative-pool thread: the event loop reads it,
+/// (`HTTP2FrameFront`), so a batch needs no cooperative-pool thread: the event loop reads it,
 /// counts it and submits it, and the commit's completion wakes that loop alone, which writes the
 /// answer in the same turn. SwiftNIO 2.101's loops are `SerialExecutor`s, not `TaskExecutor`s.
 ///
@@ -17,15 +17,6 @@ final class EventLoopTaskExecutor: TaskExecutor {
 
     init(_ loop: any EventLoop) {
         self.loop = loop
-    }
-
-    /// The executor a handler keeps in `cache` when it is `loop`'s, else a new one for `loop`, kept
-    /// there: one per connection, made at its first batch (the batch handlers of HTTP/1.1 and h2).
-    static func cached(_ cache: inout EventLoopTaskExecutor?, for loop: any EventLoop) -> EventLoopTaskExecutor {
-        if let cached = cache, cached.loop === loop { return cached }
-        let made = EventLoopTaskExecutor(loop)
-        cache = made
-        return made
     }
 
     func enqueue(_ job: consuming ExecutorJob) {

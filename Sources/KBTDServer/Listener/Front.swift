@@ -7,11 +7,11 @@ import Prometheus
 
 /// The HTTP front: what a request must satisfy and what every answer carries, written once, built
 /// with the app (`KBTDApp.front`). Every path that answers a request asks it: the router's
-/// responder (HTTP/1.1 connections and the h2 streams the frame handlers leave, through
+/// responder (HTTP/1.1 connections and the h2 streams the frame front leaves, through
 /// Hummingbird's router and the middlewares), `HTTP1FastAnswerHandler` (cached heights on HTTP/1.1,
-/// and what NIO's parser refused), and the two adapters on an h2 connection's frames,
-/// `HTTP2FastAnswerHandler` (cached heights) and `HTTP2BatchHandler` (`POST /v1/batches`), which
-/// `Benchmarks/session` keeps: without them the phone's session costs 17% and 12% more CPU (BENCHMARKS.md).
+/// and what NIO's parser refused), and the adapter on an h2 connection's frames, `HTTP2FrameFront`
+/// (cached heights and `POST /v1/batches`), which `Benchmarks/session` keeps: without it the phone's
+/// session costs 17% (heights) and 12% (batches) more CPU (BENCHMARKS.md).
 ///
 /// | rule | where it is written |
 /// |---|---|
@@ -21,7 +21,9 @@ import Prometheus
 /// | status, fields, body, refusal bodies | `HeightRoutes.rendered`, `IngestRoute` (`JSONAnswer`, `JSONRefusal`) |
 /// | `Date` | `date()` |
 /// | request metrics | `MetricsMiddleware` on the router, `sent(_:)` for every other answer |
-/// | deadlines | `RequestDeadlineHandler` (head, body, idle); a frame-path stream: `bodyTimeout`, `stallTimeout` |
+/// | deadlines: TLS handshake, head, body, idle, an h2 answer's wait for the window | `RequestDeadlines` (lengths, when each starts) |
+/// | keeping them, one timer a connection | `RequestDeadlineHandler` (HTTP/1.1, router streams), `HTTP2FrameFront`, `ListenerChannel` |
+/// | idle h2 connection (no stream open) | `RequestDeadlines.idle`, kept by `NIOHTTP2ServerConnectionManagementHandler` |
 struct Front: Sendable {
     let heights: HeightRoutes
     let ingest: IngestRoute

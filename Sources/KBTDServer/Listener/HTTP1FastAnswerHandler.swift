@@ -7,7 +7,7 @@ import NIOHTTPTypes
 /// codec made (after the deadlines, which see every request and answer: `KBTDApp.requestHandlers`):
 /// - a request `Front.heightAnswer` lets a path outside the router answer (a cached height), with the
 ///   router's fields, `Date` and body (`Front.sent` counts it as the router would), as
-///   `HTTP2FastAnswerHandler` answers h2 streams: no task, no router. Every other request goes on,
+///   `HTTP2FrameFront` answers h2 streams: no task, no router. Every other request goes on,
 ///   and so does every request while the router owes an earlier one its answer (answers stay in order)
 ///   or the client leaves answers unread (the router's writer stops the reading);
 /// - a request NIO's parser refused (a 1 MB URI, 200 KB of headers, garbage): a JSON answer, then the

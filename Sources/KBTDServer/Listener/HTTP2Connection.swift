@@ -16,13 +16,13 @@ import NIOHTTPTypesHTTP2
 ///    (swift-nio-http2's defaults, as HummingbirdHTTP2 sets them);
 /// 2. `NIOHTTP2ServerConnectionManagementHandler`: the idle timeout (`idle_timeout_seconds` without
 ///    an open stream) and graceful shutdown (GOAWAY, then close once the streams are done);
-/// 3. `WindowUpdateGuard`: a WINDOW_UPDATE flood ends the connection, as swift-nio-http2 ends a PING flood;
-///    `HTTP2FastAnswerHandler`: cached height answers straight from the frames, no stream channel;
-///    then `HTTP2BatchHandler`: `POST /v1/batches` streams read and answered from the frames (the batch path);
+/// 3. `HTTP2FrameFront`: cached height answers and `POST /v1/batches` served straight from the frames,
+///    no stream channel; the connection's flow-control window; the WINDOW_UPDATE allowance (a flood
+///    ends the connection, as swift-nio-http2 ends a PING flood);
 /// 4. `HTTP2StreamMultiplexer`: a child channel per other stream, with the stream handlers
-///    HummingbirdHTTP2 gives one (its HTTP/2 codec, kbtd's request handlers with `EndStreamCoalescer`,
+///    HummingbirdHTTP2 gives one (`EndStreamCoalescer`, its HTTP/2 codec, kbtd's request handlers,
 ///    Hummingbird's connection-state handler), served by the router one task per stream (the
-///    listener's; a connection whose streams are all answered from the frames has no task at all);
+///    listener's; a connection whose streams are all served from the frames has no task at all);
 /// 5. `ConnectionEnd`: an error reaching the end, or the client closing its side, closes the
 ///    connection, as HummingbirdHTTP2's connection manager does (after a connection error
 ///    `NIOHTTP2Handler` has sent its GOAWAY).
@@ -32,19 +32,15 @@ struct HTTP2Connection: Sendable {
     /// Serves one stream's request as Hummingbird's HTTP/1.1 channel serves a connection's (its responder,
     /// its `additionalChannelHandlers` for the stream's pipeline).
     let streamChannel: HTTP1Channel
-    /// The rules the frame handlers ask, and where a request's client is.
+    /// The rules the frame front asks, and where a request's client is.
     let front: Front
     let clients: ClientAddressResolver
-    /// How long a connection without an open stream stays; nil: for ever.
-    let idleTimeout: TimeAmount?
-    /// How long a cached answer may wait for the client's flow-control window before its stream is reset.
-    let stallTimeout: TimeAmount
-    /// How long a `POST /v1/batches` stream's body may take on the batch path (`HTTP2BatchHandler`).
-    let bodyTimeout: TimeAmount
+    /// The frame front's streams' deadlines, and `idle` for a connection without an open stream.
+    let deadlines: RequestDeadlines
 
     /// Stacks the connection's handlers (on its event loop, once ALPN chose h2). Nothing waits on
     /// the async side: a stream the router answers is handed to `route` as the multiplexer opens
-    /// it (the listener serves it in a task); the fast answers and the batch path need no task.
+    /// it (the listener serves it in a task); the streams the frame front serves need no task.
     func configure(channel: any Channel, logger: Logger, route: @escaping @Sendable (Stream) -> Void) throws {
         let configuration = NIOHTTP2Handler.Configuration()
         let handlers = streamChannel.configuration.additionalChannelHandlers
@@ -55,6 +51,7 @@ struct HTTP2Connection: Sendable {
         ) { stream in
             stream.eventLoop.makeCompletedFuture {
                 let pipeline = stream.pipeline.syncOperations
+                try pipeline.addHandler(EndStreamCoalescer())
                 try pipeline.addHandler(HTTP2FramePayloadToHTTPServerCodec())
                 try pipeline.addHandlers(handlers())
                 try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
@@ -65,15 +62,13 @@ struct HTTP2Connection: Sendable {
                                     streamConfiguration: configuration.stream)
         let manager = NIOHTTP2ServerConnectionManagementHandler(
             eventLoop: channel.eventLoop,
-            configuration: .init(maxIdleTime: idleTimeout, maxAge: nil, maxGraceTime: nil, keepalive: nil))
+            configuration: .init(maxIdleTime: deadlines.idle, maxAge: nil, maxGraceTime: nil, keepalive: nil))
         let pipeline = channel.pipeline.syncOperations
         try pipeline.addHandler(ClientGone.shared, position: .first)
         try pipeline.addHandler(FlushCoalescer())
         try pipeline.addHandler(http2)
         try pipeline.addHandler(manager)
-        try pipeline.addHandler(WindowUpdateGuard())
-        try pipeline.addHandler(HTTP2FastAnswerHandler(front, stallTimeout: stallTimeout))
-        try pipeline.addHandler(HTTP2BatchHandler(front, clients: clients, bodyTimeout: bodyTimeout))
+        try pipeline.addHandler(HTTP2FrameFront(front, clients: clients, deadlines: deadlines))
         try pipeline.addHandler(multiplexer)
         try pipeline.addHandler(ConnectionEnd.shared)
         // The connection was active before ALPN chose h2: replay that for the handlers after

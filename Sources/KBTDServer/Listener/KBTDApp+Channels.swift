@@ -13,15 +13,9 @@ extension KBTDApp {
     /// The handlers each request passes after Hummingbird's codec, on an HTTP/1.1 connection and on
     /// an h2 stream alike: the slowloris deadlines see every request and every answer; `100 Continue`
     /// goes out as soon as the front allows. An HTTP/1.1 connection then gets `HTTP1FastAnswerHandler`
-    /// (parser errors and cached heights, without the router), an h2 stream `EndStreamCoalescer`
-    /// below the codec (END_STREAM on the answer's last frame).
-    func requestHandlers(h2: Bool, limits: ServerSettings.Limits) -> [any RemovableChannelHandler] {
-        let streamFraming: [any RemovableChannelHandler] = h2 ? [EndStreamCoalescer.Installer()] : []
-        return streamFraming + [
-         RequestDeadlineHandler(headerTimeout: .seconds(Int64(limits.headerTimeoutSeconds)),
-                                bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds)),
-                                idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds))),
-         ExpectContinueHandler(front)] + (h2 ? [] : [HTTP1FastAnswerHandler(front)])
+    /// (parser errors and cached heights, without the router).
+    func requestHandlers(limits: ServerSettings.Limits, http1: Bool) -> [any RemovableChannelHandler] {
+        [RequestDeadlineHandler(RequestDeadlines(limits)), ExpectContinueHandler(front)] + (http1 ? [HTTP1FastAnswerHandler(front)] : [])
     }
 
     /// The channels that answer with this app, adding the `Date` header (`Front.date`) Hummingbird's
@@ -40,17 +34,15 @@ extension KBTDApp {
             response.headers[.date] = front.date()
             try await writer.write(response: response.head, body: response.body)
         }
-        // RequestDeadlineHandler keeps every deadline (head, body, idle between requests, each absolute):
-        // Hummingbird's idle timer would add a second one.
+        // RequestDeadlineHandler keeps the idle deadline with the head and body ones (absolute, one timer):
+        // Hummingbird's idle timer restarts on every read and would be a second timer.
         var connection = HTTP1Channel.Configuration(idleTimeout: nil)
-        connection.additionalChannelHandlers = { [self] in requestHandlers(h2: false, limits: limits) }
+        connection.additionalChannelHandlers = { [self] in requestHandlers(limits: limits, http1: true) }
         var stream = HTTP1Channel.Configuration(idleTimeout: nil)
-        stream.additionalChannelHandlers = { [self] in requestHandlers(h2: true, limits: limits) }
+        stream.additionalChannelHandlers = { [self] in requestHandlers(limits: limits, http1: false) }
         return HTTPChannels(
             http1: HTTP1Channel(responder: responder, configuration: connection),
             http2: HTTP2Connection(streamChannel: HTTP1Channel(responder: responder, configuration: stream), front: front,
-                                   clients: clients, idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
-                                   stallTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
-                                   bodyTimeout: .seconds(Int64(limits.bodyTimeoutSeconds))))
+                                   clients: clients, deadlines: RequestDeadlines(limits)))
     }
 }

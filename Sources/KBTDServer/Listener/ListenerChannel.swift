@@ -11,7 +11,7 @@ import NIOTLS
 /// then HTTP served by the one router. Every layer is the ecosystem's own
 /// (swift-nio-ssl, swift-nio-http2, Hummingbird's HTTP/1.1 channel) but the h2
 /// connection's, which kbtd stacks from swift-nio-http2's parts (`HTTP2Connection`,
-/// for `HTTP2FastAnswerHandler`); this only stacks them, taking the TLS context current at accept time so a SIGHUP
+/// for `HTTP2FrameFront`); this only stacks them, taking the TLS context current at accept time so a SIGHUP
 /// renewal reaches new connections while open ones keep theirs.
 ///
 /// All of it is set up on the connection's event loop, in the accept's child initializer and the

@@ -2,7 +2,7 @@ import Hummingbird
 
 /// `POST /v1/batches` needs `Authorization: Bearer` one of `ingest_tokens`
 /// when any are configured (401 otherwise); reads stay open to phones.
-/// The h2 batch path (`HTTP2BatchHandler`, through `Front.admitBatch`) asks the same `refusal(_:)`.
+/// The h2 batch path (`HTTP2FrameFront`, through `Front.admitBatch`) asks the same `refusal(_:)`.
 struct IngestAuthMiddleware: RouterMiddleware {
     typealias Context = KBTDRequestContext
     let settings: SettingsBox

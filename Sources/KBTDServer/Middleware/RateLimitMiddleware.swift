@@ -2,7 +2,7 @@ import Hummingbird
 
 /// The ingest token bucket per client network: 429 with `Retry-After` when it
 /// is empty. It runs before authentication, so a client guessing tokens is
-/// held to the same rate as one sending batches. The h2 batch path (`HTTP2BatchHandler`, through
+/// held to the same rate as one sending batches. The h2 batch path (`HTTP2FrameFront`, through
 /// `Front.admitBatch`) asks the same `refusal(_:)`.
 struct RateLimitMiddleware: RouterMiddleware {
     typealias Context = KBTDRequestContext

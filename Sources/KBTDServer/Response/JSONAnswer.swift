@@ -5,7 +5,7 @@ import NIOHPACK
 
 /// One JSON answer framed once: the status, the header fields in the order they are sent
 /// (`Content-Type`, the extra fields, `Content-Length`) and the body. The router sends it as a
-/// `Response` (`response`); the h2 batch path (`HTTP2BatchHandler`) writes it as h2 frames with
+/// `Response` (`response`); the h2 batch path (`HTTP2FrameFront`) writes it as h2 frames with
 /// `Date` (`h2Head(date:)`), so every path sends the same answer.
 struct JSONAnswer: Sendable {
     var status: HTTPResponse.Status
@@ -34,7 +34,7 @@ struct JSONAnswer: Sendable {
         return HTTPResponse(status: status, headerFields: fields)
     }
 
-    /// The same head as an h2 HEADERS frame carries it (`HTTP2BatchHandler`), framed as `RenderedAnswer.h2Head` is.
+    /// The same head as an h2 HEADERS frame carries it (`HTTP2FrameFront`), framed as `RenderedAnswer.h2Head` is.
     func h2Head(date: String) -> HPACKHeaders {
         HPACKHeaders(status: status, fields: head(date: date).headerFields)
     }

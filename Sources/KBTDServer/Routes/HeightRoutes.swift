@@ -7,7 +7,7 @@ import KBTDCore
 ///
 /// Every path takes its answer from `rendered(route:query:ifNoneMatch:)`, one
 /// cache of framed answers (`RenderedAnswers`): the router's handlers below, and
-/// the h2 fast path (`HTTP2FastAnswerHandler`, through `Front.heightAnswer`), which
+/// the h2 fast path (`HTTP2FrameFront`, through `Front.heightAnswer`), which
 /// answers the common case from an h2 connection's frames without the router. A
 /// question the reply refuses (a `FieldError`) always goes through the router,
 /// whose handlers throw it as a `JSONRefusal` (rendered by `JSONErrorMiddleware`).

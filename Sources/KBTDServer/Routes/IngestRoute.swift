@@ -10,7 +10,7 @@ import KBTDStore
 /// has committed the batch.
 ///
 /// The rules live here once, for both paths a batch can take: the router's (`handle`) and the
-/// h2 batch path's (`HTTP2BatchHandler`, through `Front`), which reads the body with the same
+/// h2 batch path's (`HTTP2FrameFront`, through `Front`), which reads the body with the same
 /// `BatchBody` and answers with the same `ingest(json:limits:context:)` and `rejected(_:)`.
 struct IngestRoute: Sendable {
     let writer: GroupCommitWriter
@@ -149,7 +149,7 @@ struct IngestRoute: Sendable {
 /// ends: it holds at most what it sent.
 final class BatchBody {
     /// What the headers alone decide: the coding, or the refusal. Sendable, so a body can be read
-    /// on another thread than the one that checked its headers (`HTTP2BatchHandler`).
+    /// on another thread than the one that checked its headers (`HTTP2FrameFront`).
     struct Framing: Sendable {
         let coding: ContentCoding
         let limits: ServerSettings.Limits

@@ -63,7 +63,7 @@ struct ManyClientsTests {
         let metrics = ServerMetrics()
         func entry(_ generation: UInt64) -> RenderedAnswers.Entry {
             .init(generation: generation, maxAge: 60, route: "/v1/height",
-                  reply: .init(status: .ok, headers: [:], body: Array(repeating: 0x20, count: 1_000)), metrics: metrics, head: [])
+                  reply: .init(status: .ok, headers: [:], body: Array(repeating: 0x20, count: 1_000)), metrics: metrics)
         }
         for n in 0..<100 { answers.store(entry(1), key: "q\(n)") }
         #expect(answers.count == 100)
@@ -72,7 +72,7 @@ struct ManyClientsTests {
         answers.store(entry(1), key: "late")
         #expect(answers.count == 1 && answers.entry("late", generation: 1, maxAge: 60) == nil, "a stale answer is not kept")
         answers.store(.init(generation: 2, maxAge: 60, route: "/v1/heights",
-                            reply: .init(status: .ok, headers: [:], body: Array(repeating: 0x20, count: 300_000)), metrics: metrics, head: []),
+                            reply: .init(status: .ok, headers: [:], body: Array(repeating: 0x20, count: 300_000)), metrics: metrics),
                       key: "huge")
         #expect(answers.entry("huge", generation: 2, maxAge: 60) == nil, "an answer over a quarter of the bound is sent, not kept")
         #expect(answers.bytes <= 1 << 20)

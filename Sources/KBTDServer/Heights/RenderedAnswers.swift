@@ -5,10 +5,10 @@ import Prometheus
 import Synchronization
 
 /// One height answer as every path sends it: the reply, framed once (the response framer of the
-/// HTTP front). The router's handlers send `fields` and `body` as a `Response`, h2 streams and
-/// HTTP/1.1 connections at the level of parts send them as parts, the HTTP/1.1 bytes path
-/// writes `head` and `body`, and an h2 connection's frame-level path (`HTTP2FrameFront`)
-/// sends `h2Head` and `body` as frames; each adds only the `Date` of the second it sends.
+/// HTTP front). The router's handlers send `fields` and `body` as a `Response`, HTTP/1.1
+/// connections' `HTTP1FastAnswerHandler` sends them as parts, and an h2 connection's frame-level
+/// path (`HTTP2FrameFront`) sends `h2Head` and `body` as frames; each adds only the `Date` of the
+/// second it sends.
 struct RenderedAnswer: Sendable {
     var generation: UInt64
     var maxAge: Int
@@ -20,8 +20,6 @@ struct RenderedAnswer: Sendable {
     var fields: HTTPFields
     /// The body once, shared by every send of this answer (nil for a 304).
     var body: ByteBuffer?
-    /// Status line and header lines up to (without) `Date`.
-    var head: [UInt8]
     /// `:status` and `fields` as an h2 HEADERS frame carries them, without `Date`: lower-case names and
     /// the indexing NIOHTTPTypesHTTP2 gives the same fields on a stream, so both h2 paths send one header list.
     var h2Head: HPACKHeaders
@@ -30,8 +28,8 @@ struct RenderedAnswer: Sendable {
     var levels: ServerMetrics.AnswerLevels
     var requests: Counter
 
-    /// Frames `reply` and resolves its counters in `metrics`; `head` is the HTTP/1.1 rendering of `fields` unless given.
-    init(generation: UInt64, maxAge: Int, route: String, reply: HeightRoutes.Reply, metrics: ServerMetrics, head: [UInt8]? = nil) {
+    /// Frames `reply` and resolves its counters in `metrics`.
+    init(generation: UInt64, maxAge: Int, route: String, reply: HeightRoutes.Reply, metrics: ServerMetrics) {
         levels = metrics.levels(basis: reply.basis, bases: reply.bases)
         requests = metrics.requests(route: route, status: reply.status.code)
         self.generation = generation
@@ -45,13 +43,6 @@ struct RenderedAnswer: Sendable {
         bodiless.body = nil
         self.reply = bodiless
         h2Head = HPACKHeaders(status: reply.status, fields: fields)
-        if let head {
-            self.head = head
-        } else {
-            var text = "HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\n"
-            for field in fields { text += "\(field.name.rawName): \(field.value)\r\n" }
-            self.head = Array(text.utf8)
-        }
     }
 
     /// The header fields as sent, with `Date`.
@@ -61,10 +52,11 @@ struct RenderedAnswer: Sendable {
         return fields
     }
 
-    /// What keeping this answer under `key` costs, bytes: the key, the head, the body, the framed
-    /// fields and their h2 block (about the head again each) and the table's own bookkeeping (a generous 128 bytes).
+    /// What keeping this answer under `key` costs, bytes: the key, the body, the framed fields and
+    /// their h2 block and the table's own bookkeeping (a generous 128 bytes).
     func cost(key: String) -> Int {
-        key.utf8.count + 3 * head.count + (body?.readableBytes ?? 0) + route.utf8.count + 128
+        let fieldBytes = fields.reduce(0) { $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 4 }
+        return key.utf8.count + 2 * fieldBytes + (body?.readableBytes ?? 0) + route.utf8.count + 128
     }
 }
 

@@ -78,11 +78,6 @@ struct HTTP2Connection: Sendable {
         }
     }
 
-    /// Serves one of the router's streams (`route` handed it over).
-    func handle(stream: Stream, logger: Logger) async {
-        await streamChannel.handle(value: stream, logger: logger)
-    }
-
     /// Closes the connection on an error no handler took, and when the client closes its side.
     /// Stateless: one instance serves every connection.
     final class ConnectionEnd: ChannelInboundHandler, RemovableChannelHandler, Sendable {

@@ -29,9 +29,9 @@ import NIOHTTPTypesHTTP2
 struct HTTP2Connection: Sendable {
     typealias Stream = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
-    /// Serves one stream's request as Hummingbird's HTTP/1.1 channel serves a connection's (its responder,
-    /// its `additionalChannelHandlers` for the stream's pipeline).
-    let streamChannel: HTTP1Channel
+    /// The request handlers of a stream's pipeline, after its codec (`KBTDApp.requestHandlers`); the
+    /// router serves the stream as it serves an HTTP/1.1 connection (`ListenerChannel.handle`).
+    let streamHandlers: @Sendable () -> [any RemovableChannelHandler]
     /// The rules the frame front asks, and where a request's client is.
     let front: Front
     let clients: ClientAddressResolver
@@ -43,7 +43,7 @@ struct HTTP2Connection: Sendable {
     /// it (the listener serves it in a task); the streams the frame front serves need no task.
     func configure(channel: any Channel, logger: Logger, route: @escaping @Sendable (Stream) -> Void) throws {
         let configuration = NIOHTTP2Handler.Configuration()
-        let handlers = streamChannel.configuration.additionalChannelHandlers
+        let handlers = streamHandlers
         let multiplexer = HTTP2StreamMultiplexer(
             mode: .server, channel: channel, targetWindowSize: configuration.stream.targetWindowSize,
             outboundBufferSizeHighWatermark: configuration.stream.outboundBufferSizeHighWatermark,

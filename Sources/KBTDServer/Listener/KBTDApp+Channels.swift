@@ -38,11 +38,9 @@ extension KBTDApp {
         // Hummingbird's idle timer restarts on every read and would be a second timer.
         var connection = HTTP1Channel.Configuration(idleTimeout: nil)
         connection.additionalChannelHandlers = { [self] in requestHandlers(limits: limits, http1: true) }
-        var stream = HTTP1Channel.Configuration(idleTimeout: nil)
-        stream.additionalChannelHandlers = { [self] in requestHandlers(limits: limits, http1: false) }
         return HTTPChannels(
             http1: HTTP1Channel(responder: responder, configuration: connection),
-            http2: HTTP2Connection(streamChannel: HTTP1Channel(responder: responder, configuration: stream), front: front,
+            http2: HTTP2Connection(streamHandlers: { [self] in requestHandlers(limits: limits, http1: false) }, front: front,
                                    clients: clients, deadlines: RequestDeadlines(limits)))
     }
 }

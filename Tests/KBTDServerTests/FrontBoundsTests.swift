@@ -79,4 +79,22 @@ struct FrontBoundsTests {
         }
         #expect(dataFrames == 20)
     }
+
+    /// The allowance counts per period: a new period forgives the updates and forgets the DATA frames of
+    /// the last, and DATA written earns two updates each only within its period.
+    @Test func theWindowUpdateAllowanceStartsAgainEachPeriod() {
+        let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        var allowance = WindowUpdateAllowance(allowance: 3)
+        /// Whether each of `count` updates at `now` is admitted.
+        func admitted(_ count: Int, at now: NIODeadline) -> [Bool] {
+            (0..<count).map { _ in allowance.admitUpdate(now: now) }
+        }
+        #expect(admitted(3, at: start) == [true, true, true], "the allowance itself")
+        let later = start + WindowUpdateAllowance.period - .nanoseconds(1)
+        allowance.countData(now: later)
+        #expect(admitted(3, at: later) == [true, true, false], "a DATA frame written earns two more, no more")
+        let next = start + WindowUpdateAllowance.period
+        #expect(admitted(4, at: next) == [true, true, true, false],
+                "a new period starts from nothing, and the last period's DATA frames earn nothing in it")
+    }
 }

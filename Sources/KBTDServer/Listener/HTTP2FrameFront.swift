@@ -41,13 +41,7 @@ import Synchronization
 /// (RST_STREAM CANCEL), as a stream channel's deadline would close it, so a client cannot hold streams,
 /// keep the connection from idling out or hold up a graceful shutdown.
 ///
-/// WINDOW_UPDATE frames are bounded as swift-nio-http2 bounds PING, SETTINGS and PRIORITY frames (it
-/// does not count these): each costs a flow-control update and a pass through the frame handlers, and a
-/// client may send them without end (`+1` at a time) while nothing is sent to it. An honest client opens
-/// a window because it read DATA: at most one WINDOW_UPDATE for the stream and one for the connection per
-/// DATA frame written (here or by the multiplexer, whose frames pass this handler). So in any
-/// `windowUpdatePeriod` (30 s) a connection may send `windowUpdateAllowance` (200) plus two per DATA frame written to
-/// it in that window; past it the connection ends with GOAWAY `ENHANCE_YOUR_CALM`, as a PING flood does.
+/// WINDOW_UPDATE frames past `WindowUpdateAllowance` end the connection with GOAWAY `ENHANCE_YOUR_CALM`.
 final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, DeadlineKeeper {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
@@ -64,8 +58,6 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
     /// intake); a larger body (up to `max_samples_per_batch`, milliseconds of intake) is counted on the
     /// cooperative pool, so the loop's other connections (height answers) do not wait.
     static let onLoopJSONBytes = 64 << 10
-    static let windowUpdateAllowance = 200
-    static let windowUpdatePeriod = TimeAmount.seconds(30)
 
     /// What a stream served here waits for.
     private enum Phase {
@@ -91,7 +83,6 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
     private let front: Front
     private let clients: ClientAddressResolver
     private let deadlines: RequestDeadlines
-    private let windowUpdateAllowance: Int
     /// The streams served here and not closed yet, and how many of them are batches.
     private var streams: [HTTP2StreamID: Served] = [:]
     private var batches = 0
@@ -104,10 +95,8 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
     private let timer = DeadlineTimer()
     /// The connection's window has been raised to `connectionWindow`.
     private var windowRaised = false
-    /// WINDOW_UPDATE frames received and DATA frames written since `countedSince`; `flooded` once past the allowance.
-    private var updates = 0
-    private var dataFrames = 0
-    private var countedSince: NIODeadline?
+    /// WINDOW_UPDATE frames received against DATA frames written; `flooded` once past the allowance.
+    private var windowUpdates: WindowUpdateAllowance
     private var flooded = false
     /// The answers the commits' tasks have finished and the event loop has not sent yet.
     let answers = Answers()
@@ -118,11 +107,11 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
     var onLoopJSONBytes = HTTP2FrameFront.onLoopJSONBytes
 
     init(_ front: Front, clients: ClientAddressResolver, deadlines: RequestDeadlines,
-         windowUpdateAllowance: Int = HTTP2FrameFront.windowUpdateAllowance) {
+         windowUpdateAllowance: Int = WindowUpdateAllowance.defaultAllowance) {
         self.front = front
         self.clients = clients
         self.deadlines = deadlines
-        self.windowUpdateAllowance = windowUpdateAllowance
+        self.windowUpdates = WindowUpdateAllowance(allowance: windowUpdateAllowance)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -409,9 +398,7 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
     /// Counts a WINDOW_UPDATE against the allowance; past it, GOAWAY `ENHANCE_YOUR_CALM` and the connection closes.
     private func admitWindowUpdate(_ context: ChannelHandlerContext) -> Bool {
         guard !flooded else { return false }
-        rollCounts(context)
-        updates += 1
-        guard updates > windowUpdateAllowance + 2 * dataFrames else { return true }
+        if windowUpdates.admitUpdate(now: context.eventLoop.now) { return true }
         flooded = true
         let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .enhanceYourCalm, opaqueData: nil))
         // Closed at once: frames of the same read that NIOHTTP2Handler has still to parse would otherwise
@@ -422,17 +409,7 @@ final class HTTP2FrameFront: ChannelDuplexHandler, RemovableChannelHandler, Dead
     }
 
     private func countData(_ context: ChannelHandlerContext) {
-        rollCounts(context)
-        dataFrames += 1
-    }
-
-    /// Starts a new window of counts once the current one has passed.
-    private func rollCounts(_ context: ChannelHandlerContext) {
-        let now = context.eventLoop.now
-        if let since = countedSince, now - since < Self.windowUpdatePeriod { return }
-        countedSince = now
-        updates = 0
-        dataFrames = 0
+        windowUpdates.countData(now: context.eventLoop.now)
     }
 }
 

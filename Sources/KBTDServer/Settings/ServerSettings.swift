@@ -95,10 +95,10 @@ public struct ServerSettings: Sendable, Equatable {
     /// Write-ahead log size kbtd truncates back to (SQLite's `journal_size_limit`, and a
     /// truncating checkpoint once no reader holds the log).
     public var maxWALBytes: Int64 = 64 << 20
-    /// PEM certificate chain and private key; with both, TCP listeners speak TLS and HTTP/2 (Listener/TLSCredentials.swift).
+    /// PEM certificate chain and private key; with both, TCP listeners speak TLS and HTTP/2 (Transport/TLSCredentials.swift).
     public var tlsCertificate: String?
     public var tlsKey: String?
-    /// Proxies whose PROXY header or forwarding header names the real client (Listener/ClientAddress.swift).
+    /// Proxies whose PROXY header or forwarding header names the real client (Transport/ClientAddress.swift).
     public var trustedProxies: [IPNetwork] = []
     /// Which forwarding header a trusted proxy's requests carry the client in.
     public var forwardedHeader: ForwardedHeader = .xForwardedFor

@@ -9,6 +9,9 @@ public enum UnusableDatabase: Error, CustomStringConvertible, Sendable {
     case notKbtd(path: String, why: String)
     /// Written by a newer kbtd: refused untouched.
     case newerSchema(path: String, version: Int, supported: Int)
+    /// Written by a kbtd so old that a reader (`kbtd stats`, `export`, ...) cannot read it; the daemon
+    /// upgrades it when it opens it (`kbtd serve`, once, with write access).
+    case olderSchema(path: String, version: Int, oldestReadable: Int)
     /// The file cannot be created there (a directory, a missing or read-only folder).
     case cannotCreate(path: String, why: String)
 
@@ -17,6 +20,9 @@ public enum UnusableDatabase: Error, CustomStringConvertible, Sendable {
         case .notKbtd(let path, let why): "\(path) is not a kbtd database: \(why)"
         case .newerSchema(let path, let version, let supported):
             "\(path) has schema version \(version), newer than this kbtd supports (\(supported)); upgrade kbtd"
+        case .olderSchema(let path, let version, let oldest):
+            "\(path) has schema version \(version), older than this kbtd reads without upgrading it (\(oldest)); "
+                + "start the daemon on it once (kbtd serve) to upgrade it"
         case .cannotCreate(let path, let why): "cannot create the database \(path): \(why)"
         }
     }

@@ -64,6 +64,11 @@ public final class SQLiteTelemetryStore: TelemetryStore, WALCheckpointing, Defer
                 guard error.code != SQLITE_NOTADB else { throw error }
                 db = try Self.openReadOnly(path, mode: .immutable)
             }
+            // The readers ask for tables from version 2 on (later ones they do without).
+            let version = try appliedVersion()
+            guard version >= Schema.oldestReadableVersion else {
+                throw UnusableDatabase.olderSchema(path: path, version: version, oldestReadable: Schema.oldestReadableVersion)
+            }
             return
         }
         try DatabaseFile.prepare(path, mode: fileMode)

@@ -296,6 +296,8 @@ enum Schema {
     static let migrator = SchemaMigrator(migrations)
 
     static var latestVersion: Int { migrator.latestVersion }
+    /// The oldest schema a read-only store reads as it is: version 1 has no estimator votes.
+    static let oldestReadableVersion = 2
 
     /// The first version whose `key_sources` hold keyed hashes (or retired identifiers), never an unkeyed address hash.
     static let keyedSourcesVersion = 6

@@ -121,6 +121,33 @@ struct UpgradeFixtureTests {
         await app.app.shutdown()
     }
 
+    /// The readers (`kbtd stats`, `export`, `evaluate`, ...) open a database read-only and never
+    /// migrate it: an earlier version's file reads as it is, but version 1, which has no votes yet,
+    /// is refused by name, saying how to upgrade it.
+    @Test(arguments: versions)
+    func aReaderReadsEachEarlierVersionAsItIsOrSaysToUpgradeIt(version: Int) async throws {
+        let fixture = try #require(Self.fixtures[String(version)])
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("kbtd.sqlite").path
+        try FileManager.default.copyItem(atPath: Self.folder.appendingPathComponent(try #require(fixture["file"] as? String)).path,
+                                         toPath: path)
+        let bytes = FileManager.default.contents(atPath: path)
+        if version < Schema.oldestReadableVersion {
+            #expect {
+                _ = try SQLiteTelemetryStore(path: path, access: .readOnly)
+            } throws: { error in
+                guard case UnusableDatabase.olderSchema(path, version, Schema.oldestReadableVersion) = error else { return false }
+                return "\(error)".hasSuffix("start the daemon on it once (kbtd serve) to upgrade it")
+            }
+        } else {
+            let store = try SQLiteTelemetryStore(path: path, access: .readOnly)
+            let totals = try await store.statsTotals(StatsFilter())
+            #expect(totals.keys > 0 && totals.samples > 0, "version \(version) reads as it is")
+        }
+        #expect(FileManager.default.contents(atPath: path) == bytes, "a reader leaves the file untouched")
+    }
+
     /// A database today's kbtd created (every step applied).
     static func currentDatabase(in directory: URL) throws -> String {
         let path = directory.appendingPathComponent("kbtd.sqlite").path

@@ -241,6 +241,47 @@ print(json.dumps({"status_ok": ok and done, "after_fin_bytes": len(after)}))
         #expect(cbc.status != 0, "a CBC suite was accepted")
     }
 
+    /// `tls_groups` decides the key exchange: by default a client offering only X25519 gets it (the
+    /// hybrid X25519MLKEM768 is listed first, which openssl 3.0 does not offer); a list without X25519
+    /// refuses that client and serves one offering P-256; a reload with other groups applies them to
+    /// new connections. A group kbtd does not know is refused by name.
+    @Test func tlsGroupsDecideTheKeyExchange() throws {
+        func handshake(_ port: Int, _ ca: String, groups: String) throws -> CommandResult {
+            try spawnAndWait("/bin/sh", ["-c", "openssl s_client -connect 127.0.0.1:\(port) -CAfile \(ca) "
+                + "-verify_return_error -tls1_3 -groups \(groups) </dev/null"], timeout: 30)
+        }
+        let (plain, plainPair) = try Self.tlsDaemon()
+        let byDefault = try handshake(plain.port, plainPair.ca, groups: "X25519")
+        #expect(byDefault.status == 0 && byDefault.stdout.contains("Server Temp Key: X25519"), "\(byDefault.stdout) \(byDefault.stderr)")
+        #expect(plain.stop() == 0)
+
+        let directory = TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("kbtd.conf").path
+        try "tls_groups = P-256\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = TestDaemon(extraArguments: ["--config", config])
+        let pair = try TestCertificates.make(in: daemon.directory, name: "a", keyType: "ec")
+        daemon.environment = ["KBTD_TLS_CERTIFICATE": pair.chain, "KBTD_TLS_KEY": pair.key]
+        try daemon.start()
+        defer { #expect(daemon.stop() == 0) }
+        let refused = try handshake(daemon.port, pair.ca, groups: "X25519")
+        #expect(refused.status != 0, "X25519 was taken with tls_groups = P-256: \(refused.stdout)")
+        let p256 = try handshake(daemon.port, pair.ca, groups: "X25519:P-256")
+        #expect(p256.status == 0 && p256.stdout.contains("Server Temp Key: ECDH, prime256v1"), "\(p256.stdout) \(p256.stderr)")
+
+        try "tls_groups = X25519\n".write(toFile: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("TLS certificate re-read"), "changed groups make a new context: \(daemon.log_())")
+        #expect(daemon.waitForLog("configuration reloaded"))
+        let reloaded = try handshake(daemon.port, pair.ca, groups: "X25519:P-256")
+        #expect(reloaded.status == 0 && reloaded.stdout.contains("Server Temp Key: X25519"), "\(reloaded.stdout)")
+
+        try "tls_groups = X25519, P-255\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let unknown = try runKBTD(["serve", "--config", config, "--database", directory.appendingPathComponent("x.sqlite").path])
+        #expect(unknown.status == 78 && unknown.stderr.contains("tls_groups") && unknown.stderr.contains("'P-255' is not a group"),
+                "\(unknown.stderr)")
+    }
+
     /// certbot renews in place and reloads: a new connection sees the new certificate, one already open keeps working.
     @Test func sighupSwapsTheCertificateWithoutDroppingConnections() throws {
         let (daemon, pair) = try Self.tlsDaemon()

@@ -58,3 +58,15 @@ public enum ForwardedHeader: String, Sendable, Equatable, CaseIterable {
     /// Neither: only the PROXY protocol names clients.
     case none
 }
+
+/// A TLS key-exchange group (`tls_groups`), by its IANA name. The default list is swift-nio-ssl's own:
+/// the post-quantum hybrid first (iOS 26 offers it), then the classic curves.
+public enum TLSGroup: String, Sendable, Equatable, CaseIterable {
+    case x25519MLKEM768 = "X25519MLKEM768"
+    case x25519 = "X25519"
+    case p256 = "P-256"
+    case p384 = "P-384"
+    case p521 = "P-521"
+
+    public static let defaults: [TLSGroup] = [.x25519MLKEM768, .x25519, .p256, .p384]
+}

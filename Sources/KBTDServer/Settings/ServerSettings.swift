@@ -98,6 +98,8 @@ public struct ServerSettings: Sendable, Equatable {
     /// PEM certificate chain and private key; with both, TCP listeners speak TLS and HTTP/2 (Transport/TLSCredentials.swift).
     public var tlsCertificate: String?
     public var tlsKey: String?
+    /// The key-exchange groups TLS handshakes may use, in the server's order of preference.
+    public var tlsGroups = TLSGroup.defaults
     /// Proxies whose PROXY header or forwarding header names the real client (Transport/ClientAddress.swift).
     public var trustedProxies: [IPNetwork] = []
     /// Which forwarding header a trusted proxy's requests carry the client in.

@@ -7,6 +7,19 @@ extension Setting {
         .optionalText("tls_certificate", "PEM certificate chain; with tls_key, TCP listeners speak TLS and HTTP/2.", reloadable: true,
                       \.tlsCertificate),
         .optionalText("tls_key", "PEM private key of tls_certificate.", reloadable: true, \.tlsKey),
+        Setting("tls_groups", "Key-exchange groups TLS may use, in order of preference.", reloadable: true, parse: { text, settings in
+            var groups: [TLSGroup] = []
+            for part in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !part.isEmpty {
+                guard let group = TLSGroup.allCases.first(where: { $0.rawValue.lowercased() == part.lowercased() }) else {
+                    return "'\(part.prefix(40))' is not a group kbtd offers (\(TLSGroup.allCases.map(\.rawValue).joined(separator: ", ")))"
+                }
+                guard !groups.contains(group) else { return "lists \(group.rawValue) twice" }
+                groups.append(group)
+            }
+            guard !groups.isEmpty else { return "must name at least one group" }
+            settings.tlsGroups = groups
+            return nil
+        }, show: { $0.tlsGroups.map(\.rawValue).joined(separator: ",") }),
         Setting("trusted_proxies", "Proxies whose PROXY header or forwarding header names the client: addresses or CIDR blocks.",
                 reloadable: true, parse: { text, settings in
             var networks: [IPNetwork] = []
@@ -34,7 +47,7 @@ extension Setting {
     static func checkTransport(_ settings: ServerSettings, origin: (String) -> String) throws(SettingsError) {
         switch (settings.tlsCertificate, settings.tlsKey) {
         case (let certificate?, let key?):
-            _ = try TLSCredentials.context(certificate: certificate, key: key)
+            _ = try TLSCredentials.context(certificate: certificate, key: key, groups: settings.tlsGroups)
         case (nil, nil):
             if let wantsTLS = settings.listen.first(where: { $0.options.tls == true }) {
                 throw SettingsError(message: "listen (\(origin("listen"))): \(wantsTLS) asks for tls, but tls_certificate and tls_key are not set")

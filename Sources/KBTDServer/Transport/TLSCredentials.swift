@@ -8,7 +8,8 @@ import Synchronization
 /// TLS 1.2 and 1.3 only; on TLS 1.2 only forward-secret AEAD suites (ECDHE
 /// with AES-GCM or ChaCha20-Poly1305), what Mozilla's "intermediate" profile
 /// and Apple's App Transport Security accept. ALPN offers `h2` first, then
-/// `http/1.1`. The crypto is BoringSSL through swift-nio-ssl.
+/// `http/1.1`. The key exchange uses `tls_groups` (by default the post-quantum hybrid X25519MLKEM768
+/// first, as swift-nio-ssl offers). The crypto is BoringSSL through swift-nio-ssl.
 enum TLSCredentials {
     /// TLS 1.2 suites; TLS 1.3 has only AEAD suites and BoringSSL does not let them be narrowed.
     static let cipherSuites = [
@@ -38,12 +39,12 @@ enum TLSCredentials {
 
     /// Reads the PEM pair and builds a context. Errors name the file (and key) at fault,
     /// so `kbtd serve` exits 78 and a SIGHUP reload logs what to fix.
-    static func context(certificate: String, key: String) throws(SettingsError) -> NIOSSLContext {
-        try context(read(certificate: certificate, key: key), certificate: certificate, key: key)
+    static func context(certificate: String, key: String, groups: [TLSGroup]) throws(SettingsError) -> NIOSSLContext {
+        try context(read(certificate: certificate, key: key), certificate: certificate, key: key, groups: groups)
     }
 
     /// Builds a context from a pair already read (`certificate` and `key` name its files in errors).
-    static func context(_ pair: Pair, certificate: String, key: String) throws(SettingsError) -> NIOSSLContext {
+    static func context(_ pair: Pair, certificate: String, key: String, groups: [TLSGroup]) throws(SettingsError) -> NIOSSLContext {
         let chain: [NIOSSLCertificate]
         do {
             chain = try NIOSSLCertificate.fromPEMBytes(pair.chain)
@@ -64,6 +65,7 @@ enum TLSCredentials {
         configuration.minimumTLSVersion = .tlsv12
         configuration.cipherSuites = cipherSuites
         configuration.applicationProtocols = ["h2", "http/1.1"]
+        configuration.curves = groups.map(\.curve)
         let context: NIOSSLContext
         do {
             // BoringSSL checks the key against the chain's first certificate here.
@@ -72,6 +74,18 @@ enum TLSCredentials {
             throw SettingsError(message: "tls_key: \(key) does not match the first certificate of tls_certificate \(certificate) (\(error))")
         }
         return context
+    }
+}
+
+extension TLSGroup {
+    var curve: NIOTLSCurve {
+        switch self {
+        case .x25519MLKEM768: .x25519_MLKEM768
+        case .x25519: .x25519
+        case .p256: .secp256r1
+        case .p384: .secp384r1
+        case .p521: .secp521r1
+        }
     }
 }
 
@@ -85,33 +99,36 @@ enum TLSCredentials {
 /// Each context runs on BoringSSL's own settings (two tickets a TLS 1.3 handshake, the client's
 /// order between the AES suites): swift-nio-ssl offers no public setting for either.
 ///
-/// A renewed pair (certbot-style) gets a new context on SIGHUP: new connections present the new
+/// A renewed pair (certbot-style) or changed `tls_groups` get a new context on SIGHUP: new connections present the new
 /// certificate, connections already open keep theirs, and tickets of the old context no longer
 /// resume (one full handshake per client after a renewal).
 final class TLSContextBox: Sendable {
-    private let state: Mutex<(context: NIOSSLContext, pair: TLSCredentials.Pair?)>
-
-    init(_ context: NIOSSLContext, pair: TLSCredentials.Pair? = nil) {
-        state = Mutex((context, pair))
+    /// What a context is built from: the files' bytes and the groups.
+    private struct Source: Equatable {
+        var pair: TLSCredentials.Pair
+        var groups: [TLSGroup]
     }
 
+    private let state: Mutex<(context: NIOSSLContext, source: Source)>
+
     /// Reads the pair and builds its context (a SettingsError names the file: exit 78).
-    convenience init(certificate: String, key: String) throws(SettingsError) {
+    init(certificate: String, key: String, groups: [TLSGroup]) throws(SettingsError) {
         let pair = try TLSCredentials.read(certificate: certificate, key: key)
-        self.init(try TLSCredentials.context(pair, certificate: certificate, key: key), pair: pair)
+        let context = try TLSCredentials.context(pair, certificate: certificate, key: key, groups: groups)
+        state = Mutex((context, Source(pair: pair, groups: groups)))
     }
 
     var current: NIOSSLContext { state.withLock { $0.context } }
 
     /// Re-reads the pair; on failure the running context stays and the error names the file.
-    /// Returns false when the files hold the pair already running: the context (and with it the
-    /// sessions clients may resume) stays.
+    /// Returns false when the files hold the pair already running and the groups are the same: the
+    /// context (and with it the sessions clients may resume) stays.
     @discardableResult
-    func reload(certificate: String, key: String) throws(SettingsError) -> Bool {
-        let pair = try TLSCredentials.read(certificate: certificate, key: key)
-        if state.withLock({ $0.pair == pair }) { return false }
-        let fresh = try TLSCredentials.context(pair, certificate: certificate, key: key)
-        state.withLock { $0 = (fresh, pair) }
+    func reload(certificate: String, key: String, groups: [TLSGroup]) throws(SettingsError) -> Bool {
+        let source = Source(pair: try TLSCredentials.read(certificate: certificate, key: key), groups: groups)
+        if state.withLock({ $0.source == source }) { return false }
+        let fresh = try TLSCredentials.context(source.pair, certificate: certificate, key: key, groups: groups)
+        state.withLock { $0 = (fresh, source) }
         return true
     }
 }

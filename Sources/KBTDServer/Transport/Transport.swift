@@ -14,7 +14,7 @@ struct Transport: Sendable {
     /// Reads the TLS pair (a SettingsError names the file: exit 78).
     init(_ settings: ServerSettings) throws(SettingsError) {
         if let certificate = settings.tlsCertificate, let key = settings.tlsKey {
-            tls = try TLSContextBox(certificate: certificate, key: key)
+            tls = try TLSContextBox(certificate: certificate, key: key, groups: settings.tlsGroups)
         } else {
             tls = nil
         }
@@ -74,8 +74,8 @@ struct Transport: Sendable {
         clients.update(new)
         if let box = tls, let certificate = new.tlsCertificate, let key = new.tlsKey {
             do {
-                if try box.reload(certificate: certificate, key: key) {
-                    logger.notice("TLS certificate re-read from \(certificate)")
+                if try box.reload(certificate: certificate, key: key, groups: new.tlsGroups) {
+                    logger.notice("TLS certificate re-read from \(certificate), key exchange \(new.tlsGroups.map(\.rawValue).joined(separator: ","))")
                 } else {
                     logger.notice("TLS certificate unchanged in \(certificate): the running TLS context stays, so sessions resume")
                 }

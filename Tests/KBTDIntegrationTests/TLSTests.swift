@@ -269,7 +269,7 @@ print(json.dumps({"status_ok": ok and done, "after_fin_bytes": len(after)}))
         let p256 = try handshake(daemon.port, pair.ca, groups: "X25519:P-256")
         #expect(p256.status == 0 && p256.stdout.contains("Server Temp Key: ECDH, prime256v1"), "\(p256.stdout) \(p256.stderr)")
 
-        try "tls_groups = X25519\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try "tls_groups = X25519:P-384\n".write(toFile: config, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
         #expect(daemon.waitForLog("TLS certificate re-read"), "changed groups make a new context: \(daemon.log_())")
         #expect(daemon.waitForLog("configuration reloaded"))

@@ -9,7 +9,9 @@ extension Setting {
         .optionalText("tls_key", "PEM private key of tls_certificate.", reloadable: true, \.tlsKey),
         Setting("tls_groups", "Key-exchange groups TLS may use, in order of preference.", reloadable: true, parse: { text, settings in
             var groups: [TLSGroup] = []
-            for part in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !part.isEmpty {
+            // Commas, or colons as in nginx's ssl_ecdh_curve.
+            for part in text.split(whereSeparator: { $0 == "," || $0 == ":" }).map({ $0.trimmingCharacters(in: .whitespaces) })
+            where !part.isEmpty {
                 guard let group = TLSGroup.allCases.first(where: { $0.rawValue.lowercased() == part.lowercased() }) else {
                     return "'\(part.prefix(40))' is not a group kbtd offers (\(TLSGroup.allCases.map(\.rawValue).joined(separator: ", ")))"
                 }

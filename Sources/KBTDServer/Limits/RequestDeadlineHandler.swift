@@ -1,6 +1,7 @@
 import HummingbirdCore
-import NIOHTTPTypes
 import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
 
 /// Closes connections that send too slowly (slowloris), by `RequestDeadlines`: a new connection's
 /// first request head, a request's whole body, and the next head between keep-alive requests
@@ -9,11 +10,15 @@ import NIOCore
 ///
 /// It keeps the idle deadline too: Hummingbird's own idle timer (`HTTP1Channel.Configuration.idleTimeout`)
 /// restarts on every read, so it cannot hold the absolute head and body deadlines, and would be a second timer.
-final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler, DeadlineKeeper {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+///
+/// On an HTTP/1.1 connection it takes NIO's parts, right after the parser (`HTTP1Connection`), so the
+/// requests `HTTP1FastAnswerHandler` answers move it too; on an h2 stream, HTTP types' parts.
+final class RequestDeadlineHandler<Request: MessagePart, Response: MessagePart>: ChannelDuplexHandler, RemovableChannelHandler,
+    DeadlineKeeper {
+    typealias InboundIn = Request
+    typealias InboundOut = Request
+    typealias OutboundIn = Response
+    typealias OutboundOut = Response
 
     private let deadlines: RequestDeadlines
     /// When the connection is closed unless something moves it; nil: no deadline (a request is being answered).
@@ -44,7 +49,7 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
+        switch unwrapInboundIn(data).kind {
         case .head: move(context, after: .head)
         case .body: break
         case .end: move(context, after: .bodyEnded)
@@ -53,7 +58,7 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { move(context, after: .answered) }
+        if unwrapOutboundIn(data).kind == .end { move(context, after: .answered) }
         context.write(data, promise: promise)
     }
 
@@ -80,5 +85,44 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private func stop() {
         timer.cancel()
         deadline = nil
+    }
+}
+
+/// A part of an HTTP message, NIO's or HTTP types': what `RequestDeadlineHandler` tells apart.
+protocol MessagePart {
+    var kind: MessagePartKind { get }
+}
+
+enum MessagePartKind {
+    case head, body, end
+}
+
+extension HTTPPart: MessagePart {
+    var kind: MessagePartKind {
+        switch self {
+        case .head: .head
+        case .body: .body
+        case .end: .end
+        }
+    }
+}
+
+extension HTTPRequestPart: MessagePart {
+    var kind: MessagePartKind {
+        switch self {
+        case .head: .head
+        case .body: .body
+        case .end: .end
+        }
+    }
+}
+
+extension HTTPResponsePart: MessagePart {
+    var kind: MessagePartKind {
+        switch self {
+        case .head: .head
+        case .body: .body
+        case .end: .end
+        }
     }
 }

@@ -1,22 +1,21 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypes
 
-/// What an HTTP/1.1 connection answers without the router, on the parts NIO's parser and Hummingbird's
-/// codec made (after the deadlines, which see every request and answer: `KBTDApp.requestHandlers`):
+/// What an HTTP/1.1 connection answers without the router, on the request NIO's parser read, before
+/// its conversion to HTTP types (`HTTP1Connection`; after the deadlines, which see every request and answer):
 /// - a request `Front.heightAnswer` lets a path outside the router answer (a cached height), with the
-///   router's fields, `Date` and body (`Front.sent` counts it as the router would), as
+///   router's head, `Date` and body (`Front.sent` counts it as the router would), as
 ///   `HTTP2FrameFront` answers h2 streams: no task, no router. Every other request goes on,
 ///   and so does every request while the router owes an earlier one its answer (answers stay in order)
 ///   or the client leaves answers unread (the router's writer stops the reading);
 /// - a request NIO's parser refused (a 1 MB URI, 200 KB of headers, garbage): a JSON answer, then the
 ///   connection closes. Bytes pipelined after a `Connection: close` request get none: they are not requests.
 final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
 
     private let front: Front
     /// Requests passed to the router whose answer has not ended yet.
@@ -46,8 +45,7 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
             if let answer = pending {
                 pending = nil
                 front.sent(answer, http1: true)
-                send(HTTPResponse(status: answer.reply.status, headerFields: answer.fields(date: front.date())), answer.body,
-                     context: context, promise: nil)
+                send(answer.http1Head(date: front.date()), answer.body, context: context, promise: nil)
                 return
             }
         }
@@ -77,13 +75,15 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
         let sent = context.eventLoop.makePromise(of: Void.self)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         sent.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
-        send(HTTPResponse(status: status, headerFields: [.contentType: "application/json", .contentLength: String(bytes.readableBytes),
-                                                         .connection: "close", .date: front.date()]), bytes, context: context, promise: sent)
+        let head = HTTPResponseHead(version: .http1_1, status: .init(statusCode: status.code, reasonPhrase: status.reasonPhrase),
+                                    headers: ["Content-Type": "application/json", "Content-Length": String(bytes.readableBytes),
+                                              "Connection": "close", "Date": front.date()])
+        send(head, bytes, context: context, promise: sent)
     }
 
-    private func send(_ head: HTTPResponse, _ body: ByteBuffer?, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+    private func send(_ head: HTTPResponseHead, _ body: ByteBuffer?, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if let body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+        if let body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
     }
 }

@@ -27,7 +27,7 @@ struct HeightRoutes: Sendable {
 
     /// An answer before it becomes a `Response` or HTTP parts: 200 with the
     /// JSON body, or 304 without one; `headers` in the order they are sent.
-    struct Reply {
+    struct Reply: Sendable {
         var status: HTTPResponse.Status
         var headers: HTTPFields
         var body: [UInt8]?

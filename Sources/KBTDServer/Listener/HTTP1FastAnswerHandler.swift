@@ -3,7 +3,8 @@ import NIOCore
 import NIOHTTP1
 
 /// What an HTTP/1.1 connection answers without the router, on the request NIO's parser read, before
-/// its conversion to HTTP types (`HTTP1Connection`; after the deadlines, which see every request and answer):
+/// its conversion to HTTP types (`HTTP1Connection`). Every request and every answer passes here, so it keeps
+/// the connection's deadlines too (`RequestDeadlineKeeper`, as `RequestDeadlineHandler` keeps an h2 stream's):
 /// - a request `Front.heightAnswer` lets a path outside the router answer (a cached height), with the
 ///   router's head, `Date` and body (`Front.sent` counts it as the router would), as
 ///   `HTTP2FrameFront` answers h2 streams: no task, no router. Every other request goes on,
@@ -11,27 +12,33 @@ import NIOHTTP1
 ///   or the client leaves answers unread (the router's writer stops the reading);
 /// - a request NIO's parser refused (a 1 MB URI, 200 KB of headers, garbage): a JSON answer, then the
 ///   connection closes. Bytes pipelined after a `Connection: close` request get none: they are not requests.
-final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler, RequestDeadlineKeeper {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
     private let front: Front
+    let requestDeadlines: RequestDeadlineClock
     /// Requests passed to the router whose answer has not ended yet.
     private var unanswered = 0
     /// The answer to the request taken here, sent at its end (it has no body: `Front.heightAnswer`).
     private var pending: RenderedAnswer?
     /// True once a parser error was answered.
     private var refused = false
+    /// A request part went on since the last `channelReadComplete`: only then do the handlers after
+    /// (the router's async channel) get one.
+    private var passed = false
 
-    init(_ front: Front) {
+    init(_ front: Front, deadlines: RequestDeadlines) {
         self.front = front
+        requestDeadlines = RequestDeadlineClock(deadlines)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
+            requestDeadlines.move(context, after: .head, self)
             // Not while the client leaves earlier answers unread: the router's writer then holds
             // the reading back (NIOAsyncChannel), so unread answers cannot pile up here.
             if unanswered == 0, context.channel.isWritable, let answer = front.heightAnswer(head) {
@@ -42,19 +49,31 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
         case .body:
             break
         case .end:
+            requestDeadlines.move(context, after: .bodyEnded, self)
             if let answer = pending {
                 pending = nil
                 front.sent(answer, http1: true)
                 send(answer.http1Head(date: front.date()), answer.body, context: context, promise: nil)
+                requestDeadlines.move(context, after: .answered, self)
                 return
             }
         }
+        passed = true
         context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        guard passed else { return }
+        passed = false
+        context.fireChannelReadComplete()
     }
 
     /// The router's answers (only they pass here): the end of one settles a request passed on.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data), unanswered > 0 { unanswered -= 1 }
+        if case .end = unwrapOutboundIn(data) {
+            if unanswered > 0 { unanswered -= 1 }
+            requestDeadlines.move(context, after: .answered, self)
+        }
         context.write(data, promise: promise)
     }
 

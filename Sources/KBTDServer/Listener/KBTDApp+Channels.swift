@@ -13,10 +13,10 @@ struct HTTPChannels: Sendable {
 }
 
 /// Hummingbird's HTTP/1.1 channel (`HTTP1Channel`, whose `handleHTTP` serves the router's requests), with
-/// kbtd's handlers between NIO's parser and the conversion to HTTP types: the slowloris deadlines see
-/// every request and answer, and `HTTP1FastAnswerHandler` answers cached heights and parser errors from
-/// NIO's parts (no conversion to HTTP types and back). After the conversion, what the router's requests
-/// alone need: `100 Continue`, Hummingbird's connection state (quiescing, `Connection: close`).
+/// `HTTP1FastAnswerHandler` between NIO's parser and the conversion to HTTP types: it keeps the slowloris
+/// deadlines of every request and answer, and answers cached heights and parser errors from NIO's parts
+/// (no conversion to HTTP types and back). After the conversion, what the router's requests alone
+/// need: `100 Continue`, Hummingbird's connection state (quiescing, `Connection: close`).
 struct HTTP1Connection: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
     let responder: Responder
@@ -32,8 +32,8 @@ struct HTTP1Connection: HTTPChannelHandler {
             try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false,
                                                      withOutboundHeaderValidation: false, withEncoderConfiguration: .init(),
                                                      withDecoderLimitConfiguration: limits)
-            try pipeline.addHandlers([RequestDeadlineHandler<HTTPServerRequestPart, HTTPServerResponsePart>(deadlines),
-                                      HTTP1FastAnswerHandler(front), HTTP1ToHTTPServerCodec(secure: false), ExpectContinueHandler(front),
+            try pipeline.addHandlers([HTTP1FastAnswerHandler(front, deadlines: deadlines), HTTP1ToHTTPServerCodec(secure: false),
+                                      ExpectContinueHandler(front),
                                       HTTPConnectionStateHandler(idleTimeout: nil, logger: logger)])
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
@@ -67,7 +67,7 @@ extension KBTDApp {
         return HTTPChannels(
             http1: HTTP1Connection(responder: responder, front: front, deadlines: RequestDeadlines(limits)),
             http2: HTTP2Connection(streamHandlers: {
-                [RequestDeadlineHandler<HTTPRequestPart, HTTPResponsePart>(RequestDeadlines(limits)), ExpectContinueHandler(front)]
+                [RequestDeadlineHandler(RequestDeadlines(limits)), ExpectContinueHandler(front)]
             }, front: front, clients: clients, deadlines: RequestDeadlines(limits)))
     }
 }

@@ -38,18 +38,18 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            requestDeadlines.move(context, after: .head, self)
             // Not while the client leaves earlier answers unread: the router's writer then holds
-            // the reading back (NIOAsyncChannel), so unread answers cannot pile up here.
+            // the reading back (NIOAsyncChannel), so unread answers cannot pile up here. A request
+            // taken here has no body: its end comes with its head, and its deadline moves once, answered.
             if unanswered == 0, context.channel.isWritable, let answer = front.heightAnswer(head) {
                 pending = answer
                 return
             }
+            requestDeadlines.move(context, after: .head, self)
             unanswered += 1
         case .body:
             break
         case .end:
-            requestDeadlines.move(context, after: .bodyEnded, self)
             if let answer = pending {
                 pending = nil
                 front.sent(answer, http1: true)
@@ -57,6 +57,7 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
                 requestDeadlines.move(context, after: .answered, self)
                 return
             }
+            requestDeadlines.move(context, after: .bodyEnded, self)
         }
         passed = true
         context.fireChannelRead(data)

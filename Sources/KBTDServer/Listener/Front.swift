@@ -69,9 +69,8 @@ struct Front: Sendable {
         return answer(target: target, ifNoneMatch: ifNoneMatch)
     }
 
-    /// `heightAnswer` for an HTTP/1.1 request head as NIO's parser read it (its target as sent): one
-    /// with a `Connection` header (`close`, an upgrade) or of HTTP/1.0 goes to the router, which ends
-    /// the connection after its answer.
+    /// `heightAnswer` for a request head as NIO's parser read it (its target as sent): HTTP/1.0, or a
+    /// `Connection` header (`close`, an upgrade), goes to the router, which ends the connection after its answer.
     func heightAnswer(_ head: HTTPRequestHead) -> RenderedAnswer? {
         let fields = head.headers
         guard head.version == .http1_1, !fields.contains(name: "Connection") else { return nil }

@@ -26,8 +26,7 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var pending: RenderedAnswer?
     /// True once a parser error was answered.
     private var refused = false
-    /// A request part went on since the last `channelReadComplete`: only then do the handlers after
-    /// (the router's async channel) get one.
+    /// A request part went on since the last `channelReadComplete`: only then do the router's handlers get one.
     private var passed = false
 
     init(_ front: Front, deadlines: RequestDeadlines) {
@@ -72,7 +71,7 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// The router's answers (only they pass here): the end of one settles a request passed on.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) {
-            if unanswered > 0 { unanswered -= 1 }
+            unanswered = max(unanswered - 1, 0)
             requestDeadlines.move(context, after: .answered, self)
         }
         context.write(data, promise: promise)
@@ -95,10 +94,9 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
         let sent = context.eventLoop.makePromise(of: Void.self)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         sent.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
-        let head = HTTPResponseHead(version: .http1_1, status: .init(statusCode: status.code, reasonPhrase: status.reasonPhrase),
-                                    headers: ["Content-Type": "application/json", "Content-Length": String(bytes.readableBytes),
-                                              "Connection": "close", "Date": front.date()])
-        send(head, bytes, context: context, promise: sent)
+        send(HTTPResponseHead(version: .http1_1, status: .init(statusCode: status.code, reasonPhrase: status.reasonPhrase), headers: [
+            "Content-Type": "application/json", "Content-Length": String(bytes.readableBytes), "Connection": "close", "Date": front.date(),
+        ]), bytes, context: context, promise: sent)
     }
 
     private func send(_ head: HTTPResponseHead, _ body: ByteBuffer?, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {

@@ -12,11 +12,9 @@ struct HTTPChannels: Sendable {
     let http2: HTTP2Connection
 }
 
-/// Hummingbird's HTTP/1.1 channel (`HTTP1Channel`, whose `handleHTTP` serves the router's requests), with
-/// `HTTP1FastAnswerHandler` between NIO's parser and the conversion to HTTP types: it keeps the slowloris
-/// deadlines of every request and answer, and answers cached heights and parser errors from NIO's parts
-/// (no conversion to HTTP types and back). After the conversion, what the router's requests alone
-/// need: `100 Continue`, Hummingbird's connection state (quiescing, `Connection: close`).
+/// Hummingbird's `HTTP1Channel` (its `handleHTTP` serves the router) with `HTTP1FastAnswerHandler` between
+/// NIO's parser and the conversion to HTTP types: it keeps every request's deadlines and answers cached heights
+/// and parser errors from NIO's parts. After the conversion, what only the router's requests need.
 struct HTTP1Connection: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
     let responder: Responder
@@ -25,16 +23,14 @@ struct HTTP1Connection: HTTPChannelHandler {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            // Hummingbird's parser limits (`HTTP1Channel.Configuration.DecoderConfiguration`'s defaults).
             var limits = NIOHTTPDecoderLimitConfiguration()
-            (limits.maxHeaderFieldSize, limits.maxHeaderListSize, limits.maxHeaderFieldCount) = (80 * 1024, 80 * 1024, 1000)
+            limits.maxHeaderFieldCount = 1000  // Hummingbird's (`HTTP1Channel.Configuration.DecoderConfiguration`)
             let pipeline = channel.pipeline.syncOperations
             try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false,
                                                      withOutboundHeaderValidation: false, withEncoderConfiguration: .init(),
                                                      withDecoderLimitConfiguration: limits)
             try pipeline.addHandlers([HTTP1FastAnswerHandler(front, deadlines: deadlines), HTTP1ToHTTPServerCodec(secure: false),
-                                      ExpectContinueHandler(front),
-                                      HTTPConnectionStateHandler(idleTimeout: nil, logger: logger)])
+                                      ExpectContinueHandler(front), HTTPConnectionStateHandler(idleTimeout: nil, logger: logger)])
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
     }

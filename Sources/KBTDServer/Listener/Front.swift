@@ -23,7 +23,7 @@ import Prometheus
 /// | `Date` | `date()` |
 /// | request metrics | `MetricsMiddleware` on the router, `sent(_:)` for every other answer |
 /// | deadlines: TLS handshake, head, body, idle, an h2 answer's wait for the window | `RequestDeadlines` (lengths, when each starts) |
-/// | keeping them, one timer a connection | `RequestDeadlineHandler` (HTTP/1.1, router streams), `HTTP2FrameFront`, `ListenerChannel` |
+/// | keeping them, one timer a connection | `HTTP1FastAnswerHandler` (HTTP/1.1), `RequestDeadlineHandler` (router streams), `HTTP2FrameFront`, `ListenerChannel` |
 /// | idle h2 connection (no stream open) | `RequestDeadlines.idle`, kept by `NIOHTTP2ServerConnectionManagementHandler` |
 struct Front: Sendable {
     let heights: HeightRoutes

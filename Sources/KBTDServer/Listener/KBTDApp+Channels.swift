@@ -57,9 +57,9 @@ extension KBTDApp {
             response.headers[.date] = front.date()
             try await writer.write(response: response.head, body: response.body)
         }
-        // RequestDeadlineHandler keeps the idle deadline with the head and body ones (absolute, one timer):
-        // Hummingbird's idle timer restarts on every read and would be a second timer. An h2 stream the
-        // router serves gets the same deadlines and `100 Continue`, after its codec.
+        // The idle deadline is kept with the head and body ones (absolute, one timer): Hummingbird's idle timer
+        // restarts on every read and would be a second timer. An h2 stream the router serves gets the same
+        // deadlines and `100 Continue`, after its codec.
         return HTTPChannels(
             http1: HTTP1Connection(responder: responder, front: front, deadlines: RequestDeadlines(limits)),
             http2: HTTP2Connection(streamHandlers: {

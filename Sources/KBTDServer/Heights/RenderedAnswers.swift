@@ -1,32 +1,36 @@
 import HTTPTypes
 import NIOCore
 import NIOHPACK
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
 import Prometheus
 import Synchronization
 
 /// One height answer as every path sends it: the reply, framed once (the response framer of the
 /// HTTP front). The router's handlers send `fields` and `body` as a `Response`, HTTP/1.1
-/// connections' `HTTP1FastAnswerHandler` sends them as parts, and an h2 connection's frame-level
-/// path (`HTTP2FrameFront`) sends `h2Head` and `body` as frames; each adds only the `Date` of the
-/// second it sends.
-struct RenderedAnswer: Sendable {
-    var generation: UInt64
-    var maxAge: Int
+/// connections' `HTTP1FastAnswerHandler` sends `http1Head` and `body` as NIO's parts, and an h2
+/// connection's frame-level path (`HTTP2FrameFront`) sends `h2Head` and `body` as frames; each adds
+/// only the `Date` of the second it sends. A class: each send takes a reference, not a copy of every field.
+final class RenderedAnswer: Sendable {
+    let generation: UInt64
+    let maxAge: Int
     /// The route that answered (`/v1/height` or `/v1/heights`): the label of the request counter.
-    var route: String
+    let route: String
     /// The reply without its body (kept once, in `body`): status, headers and the levels that answered.
-    var reply: HeightRoutes.Reply
+    let reply: HeightRoutes.Reply
     /// The reply's header fields in the order they are sent, with the body's `Content-Length` (a 304 has none).
-    var fields: HTTPFields
+    let fields: HTTPFields
     /// The body once, shared by every send of this answer (nil for a 304).
-    var body: ByteBuffer?
+    let body: ByteBuffer?
+    /// The status and `fields` as NIO's HTTP/1.1 encoder takes them, without `Date`.
+    let http1Head: HTTPResponseHead
     /// `:status` and `fields` as an h2 HEADERS frame carries them, without `Date`: lower-case names and
     /// the indexing NIOHTTPTypesHTTP2 gives the same fields on a stream, so both h2 paths send one header list.
-    var h2Head: HPACKHeaders
+    let h2Head: HPACKHeaders
     /// Its levels in `kbtd_height_answers_total` and its `kbtd_http_requests_total` series, looked up once
     /// here rather than on every send.
-    var levels: ServerMetrics.AnswerLevels
-    var requests: Counter
+    let levels: ServerMetrics.AnswerLevels
+    let requests: Counter
 
     /// Frames `reply` and resolves its counters in `metrics`.
     init(generation: UInt64, maxAge: Int, route: String, reply: HeightRoutes.Reply, metrics: ServerMetrics) {
@@ -42,21 +46,23 @@ struct RenderedAnswer: Sendable {
         var bodiless = reply
         bodiless.body = nil
         self.reply = bodiless
+        http1Head = HTTPResponseHead(version: .http1_1, status: .init(statusCode: reply.status.code, reasonPhrase: reply.status.reasonPhrase),
+                                     headers: HTTPHeaders(fields))
         h2Head = HPACKHeaders(status: reply.status, fields: fields)
     }
 
-    /// The header fields as sent, with `Date`.
-    func fields(date: String) -> HTTPFields {
-        var fields = self.fields
-        fields[.date] = date
-        return fields
+    /// `http1Head` as sent, with `Date`.
+    func http1Head(date: String) -> HTTPResponseHead {
+        var head = http1Head
+        head.headers.add(name: "Date", value: date)
+        return head
     }
 
-    /// What keeping this answer under `key` costs, bytes: the key, the body, the framed fields and
-    /// their h2 block and the table's own bookkeeping (a generous 128 bytes).
+    /// What keeping this answer under `key` costs, bytes: the key, the body, the framed fields, their
+    /// HTTP/1.1 and h2 heads and the table's own bookkeeping (a generous 128 bytes).
     func cost(key: String) -> Int {
         let fieldBytes = fields.reduce(0) { $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 4 }
-        return key.utf8.count + 2 * fieldBytes + (body?.readableBytes ?? 0) + route.utf8.count + 128
+        return key.utf8.count + 3 * fieldBytes + (body?.readableBytes ?? 0) + route.utf8.count + 128
     }
 }
 

@@ -2,7 +2,7 @@ import NIOCore
 
 /// How long each part of a request may take (`header_timeout_seconds`, `body_timeout_seconds`,
 /// `idle_timeout_seconds`) and when its deadline falls, decided here once for every path: HTTP/1.1
-/// connections and the router's h2 streams (`RequestDeadlineHandler`), the streams an h2 connection
+/// connections (`HTTP1FastAnswerHandler`) and the router's h2 streams (`RequestDeadlineHandler`), the streams an h2 connection
 /// serves from its frames (`HTTP2FrameFront`), an h2 connection without streams (`HTTP2Connection`) and
 /// a TLS handshake, due within `head` like a request head (`ListenerChannel`). Deadlines are absolute
 /// (slowloris): trickling a byte at a time moves none.

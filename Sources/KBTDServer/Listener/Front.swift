@@ -2,6 +2,7 @@ import HTTPTypes
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 import Prometheus
 
@@ -22,7 +23,7 @@ import Prometheus
 /// | `Date` | `date()` |
 /// | request metrics | `MetricsMiddleware` on the router, `sent(_:)` for every other answer |
 /// | deadlines: TLS handshake, head, body, idle, an h2 answer's wait for the window | `RequestDeadlines` (lengths, when each starts) |
-/// | keeping them, one timer a connection | `RequestDeadlineHandler` (HTTP/1.1, router streams), `HTTP2FrameFront`, `ListenerChannel` |
+/// | keeping them, one timer a connection | `HTTP1FastAnswerHandler` (HTTP/1.1), `RequestDeadlineHandler` (router streams), `HTTP2FrameFront`, `ListenerChannel` |
 /// | idle h2 connection (no stream open) | `RequestDeadlines.idle`, kept by `NIOHTTP2ServerConnectionManagementHandler` |
 struct Front: Sendable {
     let heights: HeightRoutes
@@ -68,14 +69,15 @@ struct Front: Sendable {
         return answer(target: target, ifNoneMatch: ifNoneMatch)
     }
 
-    /// `heightAnswer` for an HTTP/1.1 request head: one with a `Connection` header (`close`, an
-    /// upgrade) goes to the router, which ends the connection after its answer.
-    func heightAnswer(_ head: HTTPRequest) -> RenderedAnswer? {
-        let fields = head.headerFields
-        guard fields[.connection] == nil else { return nil }
-        return heightAnswer(method: head.method.rawValue, target: head.path, ifNoneMatch: fields[.ifNoneMatch],
-                            repeatedIfNoneMatch: fields[values: .ifNoneMatch].count > 1,
-                            hasBody: fields[.contentLength] != nil || fields[.transferEncoding] != nil)
+    /// `heightAnswer` for a request head as NIO's parser read it (its target as sent): HTTP/1.0, or a
+    /// `Connection` header (`close`, an upgrade), goes to the router, which ends the connection after its answer.
+    func heightAnswer(_ head: HTTPRequestHead) -> RenderedAnswer? {
+        let fields = head.headers
+        guard head.version == .http1_1, !fields.contains(name: "Connection") else { return nil }
+        let ifNoneMatch = fields["If-None-Match"]
+        return heightAnswer(method: head.method.rawValue, target: head.uri, ifNoneMatch: ifNoneMatch.first,
+                            repeatedIfNoneMatch: ifNoneMatch.count > 1,
+                            hasBody: fields.contains(name: "Content-Length") || fields.contains(name: "Transfer-Encoding"))
     }
 
     /// The rendered answer to `GET target` (the router's cache and framing), or nil when the

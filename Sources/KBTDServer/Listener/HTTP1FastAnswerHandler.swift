@@ -1,44 +1,50 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypes
 
-/// What an HTTP/1.1 connection answers without the router, on the parts NIO's parser and Hummingbird's
-/// codec made (after the deadlines, which see every request and answer: `KBTDApp.requestHandlers`):
+/// What an HTTP/1.1 connection answers without the router, on the request NIO's parser read, before
+/// its conversion to HTTP types (`HTTP1Connection`). Every request and every answer passes here, so it keeps
+/// the connection's deadlines too (`RequestDeadlineKeeper`, as `RequestDeadlineHandler` keeps an h2 stream's):
 /// - a request `Front.heightAnswer` lets a path outside the router answer (a cached height), with the
-///   router's fields, `Date` and body (`Front.sent` counts it as the router would), as
+///   router's head, `Date` and body (`Front.sent` counts it as the router would), as
 ///   `HTTP2FrameFront` answers h2 streams: no task, no router. Every other request goes on,
 ///   and so does every request while the router owes an earlier one its answer (answers stay in order)
 ///   or the client leaves answers unread (the router's writer stops the reading);
 /// - a request NIO's parser refused (a 1 MB URI, 200 KB of headers, garbage): a JSON answer, then the
 ///   connection closes. Bytes pipelined after a `Connection: close` request get none: they are not requests.
-final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler, RequestDeadlineKeeper {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
 
     private let front: Front
+    let requestDeadlines: RequestDeadlineClock
     /// Requests passed to the router whose answer has not ended yet.
     private var unanswered = 0
     /// The answer to the request taken here, sent at its end (it has no body: `Front.heightAnswer`).
     private var pending: RenderedAnswer?
     /// True once a parser error was answered.
     private var refused = false
+    /// A request part went on since the last `channelReadComplete`: only then do the router's handlers get one.
+    private var passed = false
 
-    init(_ front: Front) {
+    init(_ front: Front, deadlines: RequestDeadlines) {
         self.front = front
+        requestDeadlines = RequestDeadlineClock(deadlines)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
             // Not while the client leaves earlier answers unread: the router's writer then holds
-            // the reading back (NIOAsyncChannel), so unread answers cannot pile up here.
+            // the reading back (NIOAsyncChannel), so unread answers cannot pile up here. A request
+            // taken here has no body: its end comes with its head, and its deadline moves once, answered.
             if unanswered == 0, context.channel.isWritable, let answer = front.heightAnswer(head) {
                 pending = answer
                 return
             }
+            requestDeadlines.move(context, after: .head, self)
             unanswered += 1
         case .body:
             break
@@ -46,17 +52,28 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
             if let answer = pending {
                 pending = nil
                 front.sent(answer, http1: true)
-                send(HTTPResponse(status: answer.reply.status, headerFields: answer.fields(date: front.date())), answer.body,
-                     context: context, promise: nil)
+                send(answer.http1Head(date: front.date()), answer.body, context: context, promise: nil)
+                requestDeadlines.move(context, after: .answered, self)
                 return
             }
+            requestDeadlines.move(context, after: .bodyEnded, self)
         }
+        passed = true
         context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        guard passed else { return }
+        passed = false
+        context.fireChannelReadComplete()
     }
 
     /// The router's answers (only they pass here): the end of one settles a request passed on.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data), unanswered > 0 { unanswered -= 1 }
+        if case .end = unwrapOutboundIn(data) {
+            unanswered = max(unanswered - 1, 0)
+            requestDeadlines.move(context, after: .answered, self)
+        }
         context.write(data, promise: promise)
     }
 
@@ -77,13 +94,14 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
         let sent = context.eventLoop.makePromise(of: Void.self)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         sent.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
-        send(HTTPResponse(status: status, headerFields: [.contentType: "application/json", .contentLength: String(bytes.readableBytes),
-                                                         .connection: "close", .date: front.date()]), bytes, context: context, promise: sent)
+        send(HTTPResponseHead(version: .http1_1, status: .init(statusCode: status.code, reasonPhrase: status.reasonPhrase), headers: [
+            "Content-Type": "application/json", "Content-Length": String(bytes.readableBytes), "Connection": "close", "Date": front.date(),
+        ]), bytes, context: context, promise: sent)
     }
 
-    private func send(_ head: HTTPResponse, _ body: ByteBuffer?, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+    private func send(_ head: HTTPResponseHead, _ body: ByteBuffer?, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if let body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+        if let body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
     }
 }

@@ -29,7 +29,7 @@ import NIOHTTPTypesHTTP2
 struct HTTP2Connection: Sendable {
     typealias Stream = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
-    /// The request handlers of a stream's pipeline, after its codec (`KBTDApp.requestHandlers`); the
+    /// The request handlers of a stream's pipeline, after its codec (`KBTDApp.channels`); the
     /// router serves the stream as it serves an HTTP/1.1 connection (`ListenerChannel.handle`).
     let streamHandlers: @Sendable () -> [any RemovableChannelHandler]
     /// The rules the frame front asks, and where a request's client is.

@@ -27,7 +27,7 @@ public enum ListenerSocket: Sendable, CustomStringConvertible {
 ///
 /// Hummingbird 2.28's `BindAddress` cannot adopt an fd systemd passed, so
 /// every listener (bound here or inherited) is built the same way: SwiftNIO's
-/// `ServerBootstrap` plus HummingbirdCore's `HTTP1Channel` serving the one
+/// `ServerBootstrap` plus HummingbirdCore's HTTP/1.1 handlers (`HTTP1Connection`) serving the one
 /// router. On graceful shutdown it stops accepting and lets open connections
 /// finish their current request (NIOExtras' quiescing helper), and returns once they are closed.
 ///

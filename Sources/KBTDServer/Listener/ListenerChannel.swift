@@ -9,9 +9,9 @@ import NIOTLS
 /// What one accepted connection speaks, layer by layer: an optional PROXY
 /// protocol header, optional TLS (with ALPN choosing HTTP/2 or HTTP/1.1),
 /// then HTTP served by the one router. Every layer is the ecosystem's own
-/// (swift-nio-ssl, swift-nio-http2, Hummingbird's HTTP/1.1 channel) but the h2
-/// connection's, which kbtd stacks from swift-nio-http2's parts (`HTTP2Connection`,
-/// for `HTTP2FrameFront`); this only stacks them, taking the TLS context current at accept time so a SIGHUP
+/// (swift-nio-ssl, swift-nio-http2, NIO's and Hummingbird's HTTP/1.1 handlers), stacked by kbtd
+/// (`HTTP2Connection`, for `HTTP2FrameFront`; `HTTP1Connection`, for `HTTP1FastAnswerHandler`);
+/// this only stacks them, taking the TLS context current at accept time so a SIGHUP
 /// renewal reaches new connections while open ones keep theirs.
 ///
 /// All of it is set up on the connection's event loop, in the accept's child initializer and the
@@ -21,11 +21,11 @@ import NIOTLS
 /// connection whose requests are all answered from the frames (cached heights, batches) never has a task.
 struct ListenerChannel: Sendable {
     /// What the router serves, in a task of the listener's.
-    typealias Work = HTTP1Channel.Value
+    typealias Work = HTTP1Connection.Value
     typealias Route = @Sendable (Work) -> Void
 
-    /// Hummingbird's HTTP/1.1 channel, and the h2 connection whose streams get the same handlers
-    /// (`KBTDApp.channels`); HPACK, flow control and framing stay swift-nio-http2's.
+    /// The HTTP/1.1 channel (Hummingbird's, with kbtd's handlers after NIO's parser), and the h2
+    /// connection (`KBTDApp.channels`); HPACK, flow control and framing stay swift-nio-http2's.
     let channels: HTTPChannels
     /// nil: plain HTTP/1.1.
     let tls: TLSContextBox?
@@ -78,13 +78,12 @@ struct ListenerChannel: Sendable {
         }
     }
 
-    /// Hummingbird's HTTP/1.1 pipeline (`HTTP1Channel.setup`, with kbtd's request handlers), the
-    /// connection handed to the router's side (`route`).
+    /// The HTTP/1.1 pipeline (`HTTP1Connection.setup`), the connection handed to the router's side (`route`).
     private func setupHTTP1(channel: any Channel, logger: Logger, route: @escaping Route) -> EventLoopFuture<Void> {
         channels.http1.setup(channel: channel, logger: logger).map { route($0) }
     }
 
-    /// Serves a connection's or an h2 stream's requests with the router (`HTTP1Channel.handle`: both
+    /// Serves a connection's or an h2 stream's requests with the router (`HTTP1Connection.handle`: both
     /// channels answer with one responder).
     func handle(_ work: Work, logger: Logger) async {
         await channels.http1.handle(value: work, logger: logger)

@@ -27,7 +27,7 @@ struct HeightRoutes: Sendable {
 
     /// An answer before it becomes a `Response` or HTTP parts: 200 with the
     /// JSON body, or 304 without one; `headers` in the order they are sent.
-    struct Reply {
+    struct Reply: Sendable {
         var status: HTTPResponse.Status
         var headers: HTTPFields
         var body: [UInt8]?
@@ -70,7 +70,7 @@ struct HeightRoutes: Sendable {
         let key = Self.key(target, ifNoneMatch)
         // Read before computing: an answer computed while the index changes is stored as already stale.
         let generation = heights.generation
-        let maxAge = settings.current.cacheMaxAge
+        let maxAge = settings.cacheMaxAge
         if let hit = answers.entry(key, generation: generation, maxAge: maxAge) { return hit }
         let reply = try self.reply(path: route, query: parameters(), ifNoneMatch: ifNoneMatch)
         let answer = RenderedAnswer(generation: generation, maxAge: maxAge, route: route, reply: reply, metrics: metrics)
@@ -80,7 +80,7 @@ struct HeightRoutes: Sendable {
 
     /// The kept answer for `key`, if there is one for this generation and `cache_max_age`.
     func rendered(key target: String, ifNoneMatch: String?) -> RenderedAnswer? {
-        answers.entry(Self.key(target, ifNoneMatch), generation: heights.generation, maxAge: settings.current.cacheMaxAge)
+        answers.entry(Self.key(target, ifNoneMatch), generation: heights.generation, maxAge: settings.cacheMaxAge)
     }
 
     private static func key(_ target: String, _ ifNoneMatch: String?) -> String {

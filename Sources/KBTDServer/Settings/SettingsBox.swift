@@ -11,6 +11,9 @@ public final class SettingsBox: Sendable {
 
     public var current: ServerSettings { value.withLock { $0 } }
 
+    /// `current.cacheMaxAge` without a copy of every setting: a cached answer's check, on every request.
+    var cacheMaxAge: Int { value.withLock { $0.cacheMaxAge } }
+
     public func replace(_ settings: ServerSettings) {
         value.withLock { $0 = settings }
     }

@@ -11,7 +11,7 @@ import NIOHTTP1
 ///   and so does every request while the router owes an earlier one its answer (answers stay in order)
 ///   or the client leaves answers unread (the router's writer stops the reading);
 /// - a request NIO's parser refused (a 1 MB URI, 200 KB of headers, garbage): a JSON answer, then the
-///   connection closes. Bytes pipelined after a `Connection: close` request get none: they are not requests.
+///   connection closes; so does an HTTP/1.0 connection without keep-alive after its request's answer. Bytes pipelined after a `Connection: close` request get none: they are not requests.
 final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandler, RequestDeadlineKeeper {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -28,6 +28,11 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var refused = false
     /// A request part went on since the last `channelReadComplete`: only then do the router's handlers get one.
     private var passed = false
+    /// After an HTTP/1.0 request without keep-alive: the answers owed until the connection closes (its own
+    /// included), and whether its end was read (what follows is not read). Hummingbird closes after a
+    /// `Connection: close` answer, but reads HTTP types, which carry no version.
+    private var closeAfterAnswers: Int?
+    private var lastRequestRead = false
 
     init(_ front: Front, deadlines: RequestDeadlines) {
         self.front = front
@@ -35,6 +40,7 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !lastRequestRead else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
             // Not while the client leaves earlier answers unread: the router's writer then holds
@@ -46,6 +52,7 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
             }
             requestDeadlines.move(context, after: .head, self)
             unanswered += 1
+            if head.version == .http1_0, !head.isKeepAlive { closeAfterAnswers = unanswered }
         case .body:
             break
         case .end:
@@ -57,6 +64,7 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
                 return
             }
             requestDeadlines.move(context, after: .bodyEnded, self)
+            lastRequestRead = closeAfterAnswers != nil
         }
         passed = true
         context.fireChannelRead(data)
@@ -73,6 +81,10 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
         if case .end = unwrapOutboundIn(data) {
             unanswered = max(unanswered - 1, 0)
             requestDeadlines.move(context, after: .answered, self)
+            if let owed = closeAfterAnswers {
+                closeAfterAnswers = owed - 1
+                if owed == 1 { return closeOnceWritten(data, context: context, promise: promise) }
+            }
         }
         context.write(data, promise: promise)
     }
@@ -91,12 +103,24 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
                 : "the request line and headers exceed the server's limit"
         ).body
         front.metrics.request(route: "malformed", status: status.code)
-        let sent = context.eventLoop.makePromise(of: Void.self)
-        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        sent.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
+        let sent = closedOnceSent(context)
         send(HTTPResponseHead(version: .http1_1, status: .init(statusCode: status.code, reasonPhrase: status.reasonPhrase), headers: [
             "Content-Type": "application/json", "Content-Length": String(bytes.readableBytes), "Connection": "close", "Date": front.date(),
         ]), bytes, context: context, promise: sent)
+    }
+
+    private func closeOnceWritten(_ data: NIOAny, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+        let written = closedOnceSent(context)
+        written.futureResult.cascade(to: promise)
+        context.write(data, promise: written)
+    }
+
+    /// A promise whose completion (the write done, or failed) closes the connection.
+    private func closedOnceSent(_ context: ChannelHandlerContext) -> EventLoopPromise<Void> {
+        let sent = context.eventLoop.makePromise(of: Void.self)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        sent.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
+        return sent
     }
 
     private func send(_ head: HTTPResponseHead, _ body: ByteBuffer?, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {

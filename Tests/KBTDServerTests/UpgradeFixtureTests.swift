@@ -125,7 +125,7 @@ struct UpgradeFixtureTests {
     /// migrate it: an earlier version's file reads as it is, but version 1, which has no votes yet,
     /// is refused by name, saying how to upgrade it.
     @Test(arguments: versions)
-    func aReaderReadsEachEarlierVersionAsItIsOrSaysToUpgradeIt(version: Int) async throws {
+    func aReaderReadsEachEarlierVersionAsItIsOrSaysToUpgradeIt(version: Int) throws {
         let fixture = try #require(Self.fixtures[String(version)])
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -142,7 +142,7 @@ struct UpgradeFixtureTests {
             }
         } else {
             let store = try SQLiteTelemetryStore(path: path, access: .readOnly)
-            let totals = try await store.statsTotals(StatsFilter())
+            let totals = try store.statsTotals(StatsFilter())
             #expect(totals.keys > 0 && totals.samples > 0, "version \(version) reads as it is")
         }
         #expect(FileManager.default.contents(atPath: path) == bytes, "a reader leaves the file untouched")

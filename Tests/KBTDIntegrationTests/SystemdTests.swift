@@ -82,6 +82,22 @@ struct SystemdTests {
         #expect(try daemon.stats()["samples"] == .number(3), "the batch acknowledged during the delay is stored")
     }
 
+    /// A kept-alive HTTP/1.1 connection whose requests were all answered before the router (cached
+    /// heights, which Hummingbird's connection handler never sees) does not hold up a graceful stop:
+    /// SIGTERM closes it as idle, and the daemon exits 0 at once, not after the idle deadline.
+    @Test func aConnectionServedOnlyCachedHeightsIsClosedAtSigterm() throws {
+        let daemon = try TestDaemon(environment: ["KBTD_IDLE_TIMEOUT_SECONDS": "600"]).start()
+        let held = try daemon.connection()
+        for _ in 0..<3 {
+            #expect(try held.request("GET", "/v1/height?model=iPhone17,1&language=en-US").status == 200)
+        }
+        #expect(try daemon.metric("kbtd_fast_answers_total{protocol=\"http/1.1\"}") ?? 0 >= 2,
+                "the held connection's answers came from the fast path")
+        daemon.signal(SIGTERM)
+        #expect(held.isClosedByPeer(within: 60), "the held connection was left open")
+        #expect(daemon.waitForExit() == 0)
+    }
+
     @Test func watchdogIsWithheldWhileTheWriterIsStuck() throws {
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -68,14 +68,20 @@ struct UpgradeFixtureTests {
         return Set(rows)
     }
 
+    /// Copies a fixture's file into `directory` as kbtd.sqlite (tests change or open it there, never in the repository).
+    static func copy(_ fixture: [String: Any], into directory: URL) throws -> String {
+        let path = directory.appendingPathComponent("kbtd.sqlite").path
+        try FileManager.default.copyItem(atPath: folder.appendingPathComponent(try #require(fixture["file"] as? String)).path,
+                                         toPath: path)
+        return path
+    }
+
     @Test(arguments: versions)
     func upgradesAndAnswersAsBefore(version: Int) async throws {
         let fixture = try #require(Self.fixtures[String(version)])
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("kbtd.sqlite").path
-        try FileManager.default.copyItem(atPath: Self.folder.appendingPathComponent(try #require(fixture["file"] as? String)).path,
-                                         toPath: path)
+        let path = try Self.copy(fixture, into: directory)
         #expect(try Self.query(path, "SELECT MAX(version) FROM schema_migrations") == ["\(version)"])
 
         // What the old version answered when it stored the batches.
@@ -129,9 +135,7 @@ struct UpgradeFixtureTests {
         let fixture = try #require(Self.fixtures[String(version)])
         let directory = TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("kbtd.sqlite").path
-        try FileManager.default.copyItem(atPath: Self.folder.appendingPathComponent(try #require(fixture["file"] as? String)).path,
-                                         toPath: path)
+        let path = try Self.copy(fixture, into: directory)
         let bytes = FileManager.default.contents(atPath: path)
         if version < Schema.oldestReadableVersion {
             #expect {

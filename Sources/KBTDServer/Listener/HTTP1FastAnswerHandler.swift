@@ -83,7 +83,11 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
             requestDeadlines.move(context, after: .answered, self)
             if let owed = closeAfterAnswers {
                 closeAfterAnswers = owed - 1
-                if owed == 1 { return closeOnceWritten(data, context: context, promise: promise) }
+                if owed == 1 {
+                    let written = closedOnceSent(context)
+                    written.futureResult.cascade(to: promise)
+                    return context.write(data, promise: written)
+                }
             }
         }
         context.write(data, promise: promise)
@@ -107,12 +111,6 @@ final class HTTP1FastAnswerHandler: ChannelDuplexHandler, RemovableChannelHandle
         send(HTTPResponseHead(version: .http1_1, status: .init(statusCode: status.code, reasonPhrase: status.reasonPhrase), headers: [
             "Content-Type": "application/json", "Content-Length": String(bytes.readableBytes), "Connection": "close", "Date": front.date(),
         ]), bytes, context: context, promise: sent)
-    }
-
-    private func closeOnceWritten(_ data: NIOAny, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
-        let written = closedOnceSent(context)
-        written.futureResult.cascade(to: promise)
-        context.write(data, promise: written)
     }
 
     /// A promise whose completion (the write done, or failed) closes the connection.

@@ -60,10 +60,10 @@ extension KBTDApp {
         // The idle deadline is kept with the head and body ones (absolute, one timer): Hummingbird's idle timer
         // restarts on every read and would be a second timer. An h2 stream the router serves gets the same
         // deadlines and `100 Continue`, after its codec.
+        let deadlines = RequestDeadlines(limits)
         return HTTPChannels(
-            http1: HTTP1Connection(responder: responder, front: front, deadlines: RequestDeadlines(limits)),
-            http2: HTTP2Connection(streamHandlers: {
-                [RequestDeadlineHandler(RequestDeadlines(limits)), ExpectContinueHandler(front)]
-            }, front: front, clients: clients, deadlines: RequestDeadlines(limits)))
+            http1: HTTP1Connection(responder: responder, front: front, deadlines: deadlines),
+            http2: HTTP2Connection(streamHandlers: { [RequestDeadlineHandler(deadlines), ExpectContinueHandler(front)] },
+                                   front: front, clients: clients, deadlines: deadlines))
     }
 }
